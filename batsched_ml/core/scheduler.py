@@ -1,0 +1,157 @@
+"""The interface every scheduling plugin implements, and the context it decides through.
+
+A scheduler never sees the transport: the decision core calls its ``on_*``
+hooks for the events of one message, then ``schedule(ctx)`` once, and the
+scheduler answers by calling ``ctx.execute / reject / kill / call_me_later /
+requeue``. The same object therefore runs unchanged inside the embedded
+simulator and behind the ZeroMQ server.
+"""
+
+from __future__ import annotations
+
+from ..protocol import events as ev
+from ..protocol.coreset import CoreSet
+from .job import QUEUED, REJECTED, RUNNING, Job
+from .machine import Machine
+
+
+class SchedulingError(RuntimeError):
+    """A scheduler asked for something the protocol forbids."""
+
+
+class Context:
+    """Collects the decisions of one scheduling pass at time ``now``."""
+
+    def __init__(self, core):
+        self._core = core
+        self.now = 0.0
+        self.decisions: list = []
+        self._calls: set = set()
+
+    @property
+    def machine(self) -> Machine:
+        return self._core.machine
+
+    @property
+    def jobs(self) -> dict:
+        return self._core.jobs
+
+    def execute(self, job: Job, mask: int) -> None:
+        if job.state != QUEUED:
+            raise SchedulingError(f"cannot execute {job.id}: it is {job.state}")
+        if mask.bit_count() != job.res:
+            raise SchedulingError(f"{job.id} needs {job.res} cores, got {mask.bit_count()}")
+        self.machine.allocate(mask)
+        job.state = RUNNING
+        job.start_time = self.now
+        job.alloc = mask
+        self.decisions.append(ev.ExecuteJob(self.now, job.id, CoreSet(mask)))
+        self._core.running[job.id] = job
+
+    def reject(self, job: Job, reason: str) -> None:
+        if job.state != QUEUED:
+            raise SchedulingError(f"cannot reject {job.id}: it is {job.state}")
+        job.state = REJECTED
+        job.final_state = "REJECTED"
+        job.info["reject_reason"] = reason
+        self._core.rejected.append((job.id, reason))
+        self.decisions.append(ev.RejectJob(self.now, job.id, reason))
+
+    def kill(self, job: Job) -> None:
+        """Ask for a running job to be killed (answered later by JOB_KILLED)."""
+        if job.id in self._core.kills_pending:
+            return
+        self._core.kills_pending.add(job.id)
+        self.decisions.append(ev.KillJob(self.now, [job.id]))
+
+    def call_me_later(self, at: float) -> None:
+        """A REQUESTED_CALL at ``at`` (must be strictly in the future; duplicates are merged)."""
+        if at <= self.now:
+            raise SchedulingError(f"CALL_ME_LATER at {at} is not after now={self.now}")
+        if at in self._calls or at in self._core.calls_pending:
+            return
+        self._calls.add(at)
+        self._core.calls_pending.add(at)
+        self.decisions.append(ev.CallMeLater(self.now, at))
+
+    def requeue(self, job: Job) -> Job:
+        """Register a fresh copy of a killed job as ``<original>#<attempt>`` (dynamic jobs).
+
+        Batsim forgets a profile once its jobs are finished, so the copy gets a
+        fresh profile name too. The new job is submitted at ``now`` and handed
+        to the scheduler's ``on_job_submitted`` like any arrival.
+        """
+        core = self._core
+        if not core.dynamic_jobs_enabled:
+            raise SchedulingError(
+                "requeueing needs dynamic jobs: run Batsim with --enable-dynamic-jobs")
+        attempt = job.attempt + 1
+        original = job.original_id or job.id
+        new_id = f"{original}#{attempt}"
+        base_profile = job.info.get("base_profile", job.profile)
+        profile_name = f"{base_profile}#{attempt}"
+        profile = core.profiles.get(job.workload, {}).get(job.profile)
+        if profile is None:
+            raise SchedulingError(f"profile {job.profile!r} of {job.id} is unknown: cannot requeue")
+        core.profiles.setdefault(job.workload, {})[profile_name] = profile
+        data = dict(job.data)
+        data.update(id=new_id, subtime=self.now, profile=profile_name)
+        wire_job = {"id": new_id, "subtime": self.now, "walltime": job.walltime, "res": job.res,
+                    "profile": profile_name}
+        self.decisions.append(ev.RegisterProfile(self.now, job.workload, profile_name, profile))
+        self.decisions.append(ev.RegisterJob(self.now, new_id, wire_job))
+        new_job = core.new_job(new_id, data, self.now)
+        new_job.attempt = attempt
+        new_job.original_id = original
+        new_job.info["base_profile"] = base_profile
+        core.scheduler.on_job_submitted(new_job, self)
+        return new_job
+
+    def notify(self, kind: str) -> None:
+        self.decisions.append(ev.Notify(self.now, kind))
+
+    def set_metadata(self, job: Job, text: str) -> None:
+        self.decisions.append(ev.SetJobMetadata(self.now, job.id, text))
+
+
+class Scheduler:
+    """Base class of every scheduling plugin. Override what you need.
+
+    ``may_requeue`` tells the transports that this scheduler can kill and
+    requeue jobs, which needs Batsim's dynamic jobs.
+    """
+
+    name = "scheduler"
+    may_requeue = False
+
+    def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
+        pass
+
+    def on_job_submitted(self, job: Job, ctx: Context) -> None:
+        pass
+
+    def on_job_completed(self, job: Job, ctx: Context) -> None:
+        pass
+
+    def on_job_killed(self, job: Job, progress: float | None, ctx: Context) -> None:
+        """``progress`` is None when the job had finished before the kill took effect."""
+
+    def on_requested_call(self, ctx: Context) -> None:
+        pass
+
+    def on_notify(self, kind: str, ctx: Context) -> None:
+        pass
+
+    def on_simulation_ends(self, ctx: Context) -> None:
+        pass
+
+    def schedule(self, ctx: Context) -> None:
+        """Take the decisions of this pass (called once per message)."""
+
+    def registration_finished(self) -> bool:
+        """True once this scheduler will register no further job (requeues)."""
+        return True
+
+    def report(self) -> dict:
+        """Scheduler-specific results for ``--json`` (predictions, classification, ...)."""
+        return {}

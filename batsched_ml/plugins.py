@@ -1,0 +1,62 @@
+"""Plugins by name: Python entry points, one group per kind of component.
+
+Third-party packages add a scheduler, policy, predictor or classifier by
+declaring an entry point in the matching group; the built-ins below are also
+used when the package runs from a source tree without being installed.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import entry_points
+
+GROUPS = {
+    "schedulers": "batsched_ml.schedulers",
+    "policies": "batsched_ml.policies",
+    "predictors": "batsched_ml.predictors",
+    "corrections": "batsched_ml.corrections",
+    "classifiers": "batsched_ml.classifiers",
+}
+
+BUILTINS = {
+    "schedulers": {
+        "fcfs": "batsched_ml.scheduling.fcfs:StrictFCFS",
+        "easy": "batsched_ml.scheduling.easy:EasyBackfilling",
+        "conservative": "batsched_ml.scheduling.conservative:ConservativeBackfilling",
+    },
+    "policies": {name: f"batsched_ml.policies.orders:{cls}" for name, cls in [
+        ("fcfs", "FCFS"), ("spf", "SPF"), ("saf", "SAF"), ("wfp3", "WFP3"), ("unicef", "UNICEF"),
+        ("f1", "F1"), ("f2", "F2"), ("f3", "F3"), ("f4", "F4")]},
+    "predictors": {},
+    "corrections": {},
+    "classifiers": {},
+}
+
+
+class PluginError(LookupError):
+    pass
+
+
+def available(kind: str) -> dict[str, str]:
+    """name -> "module:attr" for every plugin of ``kind`` (entry points override built-ins)."""
+    found = dict(BUILTINS.get(kind, {}))
+    for ep in entry_points(group=GROUPS[kind]):
+        found[ep.name] = ep.value
+    return dict(sorted(found.items()))
+
+
+def load(kind: str, name: str):
+    """The class (or factory) registered as ``name`` for ``kind``."""
+    plugins = available(kind)
+    if name not in plugins:
+        raise PluginError(f"unknown {kind[:-1] if kind.endswith('s') else kind} {name!r}; "
+                          f"available: {', '.join(plugins) or 'none'}")
+    module, _, attr = plugins[name].partition(":")
+    obj = import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def resolve_policy(name: str):
+    return load("policies", name)()

@@ -1,0 +1,105 @@
+"""Sets of core ids stored as a Python int bitmask.
+
+Bit ``i`` set means core ``i`` belongs to the set. Python ints give O(words)
+union, intersection and popcount, which keeps the scheduler's bookkeeping cheap;
+`procset` is used only where the protocol text form is parsed or checked
+(its constructors are quadratic on fragmented sets).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from procset import ProcSet
+
+
+def lowest_bits(mask: int, count: int) -> int:
+    """The ``count`` lowest set bits of ``mask`` (batsched's "first fit")."""
+    if count <= 0:
+        return 0
+    total = mask.bit_count()
+    if count >= total:
+        return mask
+    # Binary search on a prefix length whose popcount reaches ``count``.
+    lo, hi = count, mask.bit_length()
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (mask & ((1 << mid) - 1)).bit_count() >= count:
+            hi = mid
+        else:
+            lo = mid + 1
+    return mask & ((1 << lo) - 1)
+
+
+def mask_intervals(mask: int) -> list[tuple[int, int]]:
+    """Closed intervals ``(first, last)`` of consecutive set bits, ascending."""
+    intervals = []
+    offset = 0
+    while mask:
+        skip = (mask & -mask).bit_length() - 1  # trailing zeros
+        mask >>= skip
+        offset += skip
+        run = (~mask & (mask + 1)).bit_length() - 1  # trailing ones
+        intervals.append((offset, offset + run - 1))
+        mask >>= run
+        offset += run
+    return intervals
+
+
+def format_mask(mask: int) -> str:
+    """Batsim's canonical text: ``"0-3 5 7-9"`` (empty string for no core)."""
+    return " ".join(str(a) if a == b else f"{a}-{b}" for a, b in mask_intervals(mask))
+
+
+def range_mask(first: int, count: int) -> int:
+    """Mask of ``count`` consecutive cores starting at ``first``."""
+    return ((1 << count) - 1) << first
+
+
+class CoreSet:
+    """An immutable set of core ids (a resource allocation)."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: int = 0):
+        self.mask = mask
+
+    @classmethod
+    def from_ids(cls, ids) -> CoreSet:
+        mask = 0
+        for i in ids:
+            mask |= 1 << int(i)
+        return cls(mask)
+
+    @classmethod
+    def from_str(cls, text: str) -> CoreSet:
+        """Parse Batsim's interval text (``"0-3 5"``) through procset."""
+        mask = 0
+        for interval in ProcSet.from_str(text).intervals():
+            mask |= range_mask(interval.inf, interval.sup - interval.inf + 1)
+        return cls(mask)
+
+    def to_procset(self) -> ProcSet:
+        return ProcSet(*mask_intervals(self.mask))
+
+    def __len__(self) -> int:
+        return self.mask.bit_count()
+
+    def __iter__(self) -> Iterator[int]:
+        for first, last in mask_intervals(self.mask):
+            yield from range(first, last + 1)
+
+    def __contains__(self, core: int) -> bool:
+        return bool(self.mask >> core & 1)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, CoreSet) and other.mask == self.mask
+
+    def __hash__(self) -> int:
+        return hash(self.mask)
+
+    def __str__(self) -> str:
+        return format_mask(self.mask)
+
+    def __repr__(self) -> str:
+        return f"CoreSet({format_mask(self.mask)!r})"

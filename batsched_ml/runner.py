@@ -1,0 +1,57 @@
+"""Wiring shared by the CLI, the benchmarks and the tests: build a scheduler from
+options, run it in the embedded simulator, compute the metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .core.decision_core import DecisionCore
+from .plugins import load
+from .simulator.engine import SimulationResult, Simulator
+from .workloads import load_workload, read_platform
+
+
+def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations: str = "count",
+                    backfill_order: str = "queue", starvation_threshold: float | None = None, **options):
+    """Instantiate the scheduler plugin ``scheduler`` with its options."""
+    cls = load("schedulers", scheduler)
+    return cls(policy=policy, reservations=reservations, backfill_order=backfill_order,
+               starvation_threshold=starvation_threshold, **options)
+
+
+def in_process(core: DecisionCore):
+    """The embedded transport: the simulator calls the decision core directly."""
+
+    def exchange(now, events):
+        return now, core.handle(now, events)
+
+    return exchange
+
+
+def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
+             progress=None) -> tuple[SimulationResult, DecisionCore]:
+    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
+
+    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them).
+    """
+    if isinstance(platform, int):
+        nb_hosts, names = platform, None
+    else:
+        plat = read_platform(platform)
+        nb_hosts, names = plat.nb_hosts, plat.host_names
+    if not isinstance(workloads, (list, tuple)):
+        workloads = [workloads]
+    loaded = []
+    for i, w in enumerate(workloads):
+        data = w if isinstance(w, dict) else load_workload(w)
+        if not isinstance(w, dict):
+            data = dict(data, source=Path(w).name)
+        loaded.append((f"w{i}", data))
+    if dynamic_jobs is None:
+        dynamic_jobs = scheduler.may_requeue
+    core = DecisionCore(scheduler)
+    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress)
+    if prefix is not None:
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    result = sim.run(in_process(core), prefix=None if prefix is None else str(prefix))
+    return result, core

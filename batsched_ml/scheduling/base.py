@@ -1,0 +1,81 @@
+"""What every queue-based scheduler shares: admission, the ordered queue, estimates."""
+
+from __future__ import annotations
+
+from ..core.queue import JobQueue
+from ..core.scheduler import Context, Scheduler
+from ..policies.orders import SJBF
+from ..plugins import resolve_policy
+
+
+class QueueScheduler(Scheduler):
+    """A scheduler with one policy-ordered queue.
+
+    Subclasses implement ``schedule``; the hooks here collect the jobs released
+    and ended since the previous pass, like batsched's ``_jobs_released_recently``.
+    ``estimator`` (a runtime predictor, see ``predictors``) may set
+    ``job.estimate`` at submission; by default the estimate is the walltime.
+    """
+
+    needs_walltime = True  # batsched's EASY and conservative reject jobs without one
+
+    def __init__(self, policy="fcfs", reservations="count", backfill_order="queue",
+                 starvation_threshold=None, estimator=None, **options):
+        self.policy = resolve_policy(policy) if isinstance(policy, str) else policy
+        self.reservations = reservations
+        self.backfill_order = backfill_order
+        self.starvation_threshold = starvation_threshold
+        self.estimator = estimator
+        self.options = options
+        self.queue = JobQueue(self.policy, starvation_threshold)
+        self.nb_cores = 0
+        self._released: list = []
+        self._ended: list = []
+        self._dirty = False  # an estimate changed: recompute everything at the next pass
+
+    # ----------------------------------------------------------------- hooks
+    def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
+        self.nb_cores = nb_cores
+        if self.estimator is not None:
+            self.estimator.attach(self, ctx)
+
+    def admission_error(self, job) -> str | None:
+        if job.res > self.nb_cores:
+            return f"requests {job.res} cores but the machine has {self.nb_cores}"
+        if job.res <= 0:
+            return f"requests {job.res} cores"
+        if self.needs_walltime and not job.has_walltime:
+            return "has no walltime (backfilling needs one)"
+        return None
+
+    def on_job_submitted(self, job, ctx: Context) -> None:
+        reason = self.admission_error(job)
+        if reason is not None:
+            ctx.reject(job, reason)
+            return
+        if self.estimator is not None:
+            self.estimator.on_submission(job, ctx)
+        self.queue.add(job, ctx.now)
+        self._released.append(job)
+
+    def on_job_completed(self, job, ctx: Context) -> None:
+        self._ended.append(job)
+        if self.estimator is not None:
+            self.estimator.on_completion(job, ctx)
+
+    def on_requested_call(self, ctx: Context) -> None:
+        if self.estimator is not None and self.estimator.on_call(ctx):
+            self._dirty = True
+
+    # ------------------------------------------------------------- helpers
+    def backfill_candidates(self, jobs: list, now: float) -> list:
+        """Jobs in the order backfilling tries them."""
+        if self.backfill_order == "sjbf":
+            key = SJBF().key
+            return sorted(jobs, key=lambda j: (key(j, now), j.seq))
+        return jobs
+
+    def end_pass(self) -> None:
+        self._released = []
+        self._ended = []
+        self._dirty = False

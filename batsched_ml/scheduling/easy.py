@@ -1,0 +1,68 @@
+"""EASY backfilling (Lifka; Mu'alem & Feitelson), structured as batsched's ``easy_bf``.
+
+The head of the queue (the *priority job*) holds a reservation at the earliest
+time it fits; any other job may start now if it fits in the profile for its
+whole estimated duration, i.e. without delaying that reservation. When nothing
+ended since the previous pass only the new arrivals can possibly start, so
+only they are tried (as batsched does); otherwise the whole queue is traversed.
+"""
+
+from __future__ import annotations
+
+from ..core.scheduler import Context
+from .reserving import ProfileScheduler
+
+
+class EasyBackfilling(ProfileScheduler):
+    name = "easy"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.priority = None
+
+    def _ensure_priority(self, ctx: Context) -> None:
+        """Give the (possibly new) head of the queue its reservation, starting it if it fits now."""
+        queue, profile, now = self.queue, self.profile, ctx.now
+        head = queue.first(now)
+        if head is self.priority and (head is None or head in profile):
+            return
+        if self.priority is not None and self.priority is not head:
+            profile.remove_if_present(self.priority)
+        while head is not None:
+            profile.remove_if_present(head)
+            placement = profile.add_first_fit(head, head.estimate)
+            if not placement.started_now:
+                break
+            self.start(ctx, head, placement)
+            head = queue.first(now)
+        self.priority = head
+
+    def schedule(self, ctx: Context) -> None:
+        now, profile = ctx.now, self.profile
+        if self.refresh_profile(now):
+            self._dirty = True
+        full_pass = bool(self._ended) or self._dirty
+        if full_pass and self.priority is not None:
+            profile.remove_if_present(self.priority)
+        self._ensure_priority(ctx)
+        if not full_pass:
+            self._backfill(ctx, [j for j in self._released if j in self.queue and j is not self.priority])
+        else:
+            self._backfill(ctx, [j for j in self.queue.ordered(now) if j is not self.priority])
+            self._ensure_priority(ctx)
+        self.end_pass()
+
+    def _backfill(self, ctx: Context, candidates: list) -> None:
+        profile = self.profile
+        available = profile.available_now()
+        for job in self.backfill_candidates(candidates, ctx.now):
+            if available <= 0:
+                break
+            if job.res > available:
+                continue
+            used = profile.fits_now(job, job.estimate)
+            if used is None:
+                continue
+            placement = profile.place(job, ctx.now, ctx.now + job.estimate, used)
+            self.start(ctx, job, placement)
+            available -= job.res

@@ -1,0 +1,26 @@
+"""Strict queue order, no backfilling (batsched ``fcfs``)."""
+
+from __future__ import annotations
+
+from ..core.scheduler import Context
+from .base import QueueScheduler
+
+
+class StrictFCFS(QueueScheduler):
+    """Start jobs from the head of the queue while they fit; never skip the head.
+
+    Allocation is the lowest free core ids. Jobs without a walltime are
+    accepted (batsched's ``fcfs`` only rejects jobs larger than the machine).
+    """
+
+    name = "fcfs"
+    needs_walltime = False
+
+    def schedule(self, ctx: Context) -> None:
+        machine, queue, now = ctx.machine, self.queue, ctx.now
+        head = queue.first(now)
+        while head is not None and head.res <= machine.nb_free:
+            queue.remove(head)
+            ctx.execute(head, machine.lowest_free(head.res))
+            head = queue.first(now)
+        self.end_pass()

@@ -1,0 +1,204 @@
+"""Availability profiles: what is free from now on, given running jobs and reservations.
+
+The profile is a list of consecutive time slices ``[times[i], times[i+1])``
+(the last one is unbounded), each with what is free during it. Two models:
+
+* ``CoreProfile`` — batsched's model: each slice holds the *specific* free cores
+  (an int bitmask) and a job placed in the profile pins the lowest-id cores free
+  over its whole duration. Reproduces batsched's ``Schedule``.
+* ``CountProfile`` — the textbook model of the papers (Mu'alem & Feitelson): a
+  slice holds only a *number* of free cores. With EASY it gives exactly the
+  classic shadow-time / extra-cores rule.
+
+``first_fit`` finds the earliest slice start where a job fits for its whole
+estimated duration; ``started_now`` tells whether that is the present.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from ..protocol.coreset import lowest_bits
+
+INF = float("inf")
+
+
+class Placement:
+    __slots__ = ("start", "end", "used", "started_now")
+
+    def __init__(self, start, end, used, started_now):
+        self.start = start
+        self.end = end
+        self.used = used  # bitmask (CoreProfile) or core count (CountProfile)
+        self.started_now = started_now
+
+
+class _Profile:
+    """Slice bookkeeping shared by both models; subclasses define the resource algebra."""
+
+    def __init__(self, nb_cores: int, now: float = 0.0):
+        self.nb_cores = nb_cores
+        self.times = [now]
+        self.free = [self._full()]
+        self.placed: dict = {}  # job -> Placement
+
+    # -- resource algebra (overridden)
+    def _full(self):
+        raise NotImplementedError
+
+    # -- slices
+    def _split(self, t: float) -> int:
+        """Ensure a slice starts at ``t``; return its index."""
+        i = bisect_right(self.times, t) - 1
+        if self.times[i] == t:
+            return i
+        self.times.insert(i + 1, t)
+        self.free.insert(i + 1, self.free[i])
+        return i + 1
+
+    def _merge_around(self, lo: int, hi: int) -> None:
+        """Merge equal neighbouring slices in index range [lo, hi] (batsched merges on removal)."""
+        times, free = self.times, self.free
+        i = min(hi, len(times) - 1)
+        lo = max(lo, 1)
+        while i >= lo:
+            if free[i] == free[i - 1]:
+                del times[i]
+                del free[i]
+            i -= 1
+
+    def update_first_slice(self, now: float) -> None:
+        """Move the profile's origin to ``now`` (all placed jobs must end after it)."""
+        times = self.times
+        while len(times) > 1 and times[1] <= now:
+            # The first slice is over; only possible when nothing placed spans it.
+            del times[0]
+            del self.free[0]
+        times[0] = now
+
+    def overdue(self, now: float) -> list:
+        """Placed jobs whose estimated end is not after ``now`` (they outlived their estimate)."""
+        if len(self.times) < 2 or self.times[1] > now:
+            return []
+        return [job for job, p in self.placed.items() if p.end <= now]
+
+    def __contains__(self, job) -> bool:
+        return job in self.placed
+
+    def remove(self, job) -> None:
+        p = self.placed.pop(job)
+        # Splitting re-creates a boundary a merge may have folded away.
+        i = self._split(p.start) if p.start > self.times[0] else 0
+        j = self._split(p.end) if p.end != INF else len(self.times)
+        self._give_back(i, j, p.used)
+        self._merge_around(i, j + 1)
+
+    def remove_if_present(self, job) -> None:
+        if job in self.placed:
+            self.remove(job)
+
+    def place(self, job, start: float, end: float, used) -> Placement:
+        """Reserve ``used`` from ``start`` to ``end`` (a running job or a reservation)."""
+        i = self._split(start)
+        j = self._split(end) if end != INF else len(self.times)
+        self._take(i, j, used)
+        p = Placement(start, end, used, start == self.times[0])
+        self.placed[job] = p
+        return p
+
+    def add_first_fit(self, job, duration: float) -> Placement | None:
+        """Place ``job`` (``job.res`` cores for ``duration``) at the earliest fitting slice."""
+        found = self._find(job.res, duration)
+        if found is None:
+            return None
+        i, used = found
+        start = self.times[i]
+        p = self.place(job, start, start + duration, used)
+        p.started_now = i == 0
+        return p
+
+    def fits_now(self, job, duration: float):
+        """What ``add_first_fit`` would allocate if the job can start now, else None."""
+        found = self._find(job.res, duration, first_only=True)
+        return None if found is None else found[1]
+
+    def available_now(self) -> int:
+        raise NotImplementedError
+
+
+class CoreProfile(_Profile):
+    """Specific cores (bitmasks): batsched's availability profile."""
+
+    def _full(self):
+        return (1 << self.nb_cores) - 1
+
+    def available_now(self) -> int:
+        return self.free[0].bit_count()
+
+    def _take(self, i, j, used):
+        free = self.free
+        keep = ~used
+        for k in range(i, j):
+            free[k] &= keep
+
+    def _give_back(self, i, j, used):
+        free = self.free
+        for k in range(i, j):
+            free[k] |= used
+
+    def _find(self, n: int, duration: float, first_only: bool = False):
+        times, free = self.times, self.free
+        last = len(times)
+        for i in range(1 if first_only else last):
+            avail = free[i]
+            if avail.bit_count() < n:
+                continue
+            end = times[i] + duration
+            k = i + 1
+            while k < last and times[k] < end:
+                avail &= free[k]
+                if avail.bit_count() < n:
+                    break
+                k += 1
+            else:
+                return i, lowest_bits(avail, n)
+        return None
+
+
+class CountProfile(_Profile):
+    """Core counts only: the classic model of the EASY papers."""
+
+    def _full(self):
+        return self.nb_cores
+
+    def available_now(self) -> int:
+        return self.free[0]
+
+    def _take(self, i, j, used):
+        free = self.free
+        for k in range(i, j):
+            free[k] -= used
+
+    def _give_back(self, i, j, used):
+        free = self.free
+        for k in range(i, j):
+            free[k] += used
+
+    def _find(self, n: int, duration: float, first_only: bool = False):
+        times, free = self.times, self.free
+        last = len(times)
+        for i in range(1 if first_only else last):
+            if free[i] < n:
+                continue
+            end = times[i] + duration
+            k = i + 1
+            while k < last and times[k] < end:
+                if free[k] < n:
+                    break
+                k += 1
+            else:
+                return i, n
+        return None
+
+
+PROFILES = {"cores": CoreProfile, "count": CountProfile}

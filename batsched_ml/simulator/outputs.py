@@ -1,0 +1,120 @@
+"""Batsim 4.2.1's output files, written the way Batsim's ``JobsTracer`` writes them.
+
+Rows of ``PREFIX_jobs.csv`` are appended as jobs end (completion, kill or
+rejection), numbers are printed with C's ``%f``, and ``PREFIX_schedule.csv`` has
+Batsim's columns in its (alphabetical) order, so tools that read Batsim's
+output (evalys, our ``metrics``) read ours unchanged.
+"""
+
+from __future__ import annotations
+
+from ..protocol.coreset import format_mask
+from .. import __version__
+
+JOBS_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,"
+                "success,final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,"
+                "stretch,allocated_resources,consumed_energy,metadata")
+
+SCHEDULE_COLUMNS = (
+    "batsim_version", "consumed_joules", "makespan", "max_slowdown", "max_turnaround_time", "max_waiting_time",
+    "mean_slowdown", "mean_turnaround_time", "mean_waiting_time", "nb_computing_machines", "nb_grouped_switches",
+    "nb_jobs", "nb_jobs_finished", "nb_jobs_killed", "nb_jobs_rejected", "nb_jobs_success", "nb_machine_switches",
+    "scheduling_time", "simulation_time", "success_rate", "time_computing", "time_idle", "time_sleeping",
+    "time_switching_off", "time_switching_on", "time_unavailable")
+
+
+class JobsTracer:
+    """Accumulates job rows and the aggregate figures of the schedule file."""
+
+    def __init__(self, nb_machines: int):
+        self.nb_machines = nb_machines
+        self.rows: list[str] = [JOBS_COLUMNS]
+        self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
+        self.sum_wait = self.sum_turnaround = self.sum_slowdown = 0.0
+        self.max_wait = self.max_turnaround = self.max_slowdown = 0.0
+        self.makespan = 0.0
+        self.time_computing = 0.0
+
+    def job_ended(self, job) -> None:
+        """``job`` is a simulator job record (see ``engine.SimJob``) in a final state."""
+        self.nb_jobs += 1
+        name = job.id.partition("!")[2]
+        head = (f"{name},{job.workload},{job.profile_name},{job.subtime_actual:f},{job.res},{job.walltime:f},")
+        meta = f'"{job.metadata}"'
+        if job.final_state == "REJECTED":
+            self.nb_rejected += 1
+            self.rows.append(f"{head}0,REJECTED,,,,,,,,,{meta}")
+            return
+        self.nb_finished += 1
+        success = job.final_state == "COMPLETED_SUCCESSFULLY"
+        if success:
+            self.nb_success += 1
+        else:
+            self.nb_killed += 1
+        runtime = job.runtime
+        finish = job.start + runtime
+        wait = job.start - job.subtime_actual
+        turnaround = finish - job.subtime_actual
+        stretch = turnaround / runtime if runtime else float("inf")
+        self.sum_wait += wait
+        self.sum_turnaround += turnaround
+        self.sum_slowdown += stretch
+        self.makespan = max(self.makespan, finish)
+        self.max_wait = max(self.max_wait, wait)
+        self.max_turnaround = max(self.max_turnaround, turnaround)
+        self.max_slowdown = max(self.max_slowdown, stretch)
+        self.time_computing += runtime * job.res
+        self.rows.append(
+            f"{head}{int(success)},{job.final_state},{job.start:f},{runtime:f},{finish:f},{wait:f},"
+            f"{turnaround:f},{stretch:f},{format_mask(job.alloc)},-1.000000,{meta}")
+
+    def unfinished(self, job) -> None:
+        """A job still queued when the simulation had to stop (a scheduler bug): kept, never dropped."""
+        self.nb_jobs += 1
+        name = job.id.partition("!")[2]
+        self.rows.append(f"{name},{job.workload},{job.profile_name},{job.subtime_actual:f},{job.res},"
+                         f"{job.walltime:f},0,{job.state},,,,,,,,,\"{job.metadata}\"")
+
+    def write_jobs(self, path) -> None:
+        with open(path, "w", newline="") as out:
+            out.write("\n".join(self.rows))
+            out.write("\n")
+
+    def schedule_values(self, end_time: float, scheduling_time: float, simulation_time: float) -> dict:
+        n = self.nb_jobs or 1
+        return {
+            "batsim_version": f"batsched-ml-{__version__}",
+            "consumed_joules": 0.0,
+            "makespan": self.makespan,
+            "max_slowdown": self.max_slowdown,
+            "max_turnaround_time": self.max_turnaround,
+            "max_waiting_time": self.max_wait,
+            "mean_slowdown": self.sum_slowdown / n,
+            "mean_turnaround_time": self.sum_turnaround / n,
+            "mean_waiting_time": self.sum_wait / n,
+            "nb_computing_machines": self.nb_machines,
+            "nb_grouped_switches": 0,
+            "nb_jobs": self.nb_jobs,
+            "nb_jobs_finished": self.nb_finished,
+            "nb_jobs_killed": self.nb_killed,
+            "nb_jobs_rejected": self.nb_rejected,
+            "nb_jobs_success": self.nb_success,
+            "nb_machine_switches": 0,
+            "scheduling_time": scheduling_time,
+            "simulation_time": simulation_time,
+            "success_rate": self.nb_success / n,
+            "time_computing": self.time_computing,
+            "time_idle": self.nb_machines * end_time - self.time_computing,
+            "time_sleeping": 0.0,
+            "time_switching_off": 0.0,
+            "time_switching_on": 0.0,
+            "time_unavailable": 0.0,
+        }
+
+    def write_schedule(self, path, values: dict) -> None:
+        def fmt(v):
+            return f"{v:f}" if isinstance(v, float) else str(v)
+
+        with open(path, "w", newline="") as out:
+            out.write(",".join(SCHEDULE_COLUMNS) + "\n")
+            out.write(",".join(fmt(values[c]) for c in SCHEDULE_COLUMNS) + "\n")

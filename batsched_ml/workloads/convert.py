@@ -1,0 +1,195 @@
+"""SWF trace -> Batsim JSON workload, with the cleaning rules of the golden files.
+
+The rules (see ``/work/shared/golden/README.md``) are fixed so that the same
+trace always gives the same workload as the reference Batsim runs:
+
+- skip a job whose run time (field 4) <= 0 or whose processor count <= 0;
+- processors = requested (field 8) if > 0 else allocated (field 5), capped at
+  the machine size (``nodes`` if given, else header MaxProcs, else MaxNodes);
+- walltime = requested time (field 9) if > 0 else the run time;
+  run time = min(run time, walltime);
+- subtime = submit time - submit time of the first kept job;
+- one delay profile ``d<run time>`` per distinct run time.
+
+Everything is vectorised with numpy; only building the JSON dicts is a loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .swf import SwfTrace, read_swf
+
+__all__ = ["ConversionReport", "swf_to_workload", "convert_swf", "profile_name"]
+
+SKIP_RUN_TIME = "run_time<=0"
+SKIP_PROCS = "procs<=0"
+
+
+@dataclass
+class ConversionReport:
+    """What the cleaning did; ``read == kept + sum(skipped) + beyond_max_jobs``."""
+
+    source: str
+    read: int                 # job lines in the trace
+    kept: int                 # jobs in the workload
+    skipped: dict[str, int]   # reason -> count (first failing rule wins)
+    beyond_max_jobs: int      # trace jobs after the max_jobs-th kept job
+    capped: int               # kept jobs whose processor count was capped
+    run_time_clipped: int     # kept jobs whose run time exceeded the walltime
+    nb_res: int
+    nb_res_source: str        # "nodes", "MaxProcs", "MaxNodes" or "largest job"
+    nb_profiles: int
+    bad_lines: int            # lines the reader skipped (strict=False)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        skipped = ", ".join(f"{k}: {v}" for k, v in self.skipped.items()) or "none"
+        lines = [
+            f"{self.source}: read {self.read} jobs, kept {self.kept} "
+            f"(skipped {sum(self.skipped.values())} [{skipped}], "
+            f"{self.beyond_max_jobs} beyond max_jobs)",
+            f"  nb_res {self.nb_res} (from {self.nb_res_source}), {self.capped} jobs capped, "
+            f"{self.run_time_clipped} run times clipped to walltime, {self.nb_profiles} profiles",
+        ]
+        if self.bad_lines:
+            lines.append(f"  {self.bad_lines} malformed lines skipped by the reader")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def profile_name(run_time: float) -> str:
+    """``d1234`` for an integral run time, ``d12.5`` otherwise."""
+    return f"d{int(run_time)}" if float(run_time).is_integer() else f"d{run_time!r}"
+
+
+def _machine_size(trace: SwfTrace, nodes: int | None, procs: np.ndarray) -> tuple[int, str]:
+    if nodes is not None:
+        if nodes <= 0:
+            raise ValueError(f"nodes must be positive, got {nodes}")
+        return int(nodes), "nodes"
+    for key in ("MaxProcs", "MaxNodes"):
+        value = trace.header_int(key)
+        if value is not None and value > 0:
+            return value, key
+    # No usable header (e.g. METACENTRUM-2009-2 as shipped): the machine must at
+    # least hold the largest job, so nothing is capped.
+    return (int(procs.max()) if len(procs) else 1), "largest job"
+
+
+def swf_to_workload(
+    trace: SwfTrace, max_jobs: int | None = None, nodes: int | None = None
+) -> tuple[dict, ConversionReport]:
+    """Clean ``trace`` into a Batsim workload dict; returns ``(workload, report)``."""
+    j = trace.jobs
+    run = j["run_time"]
+    procs = np.where(j["requested_procs"] > 0, j["requested_procs"], j["allocated_procs"])
+    bad_run = ~(run > 0)
+    bad_procs = ~bad_run & ~(procs > 0)
+    keep = ~(bad_run | bad_procs)
+
+    beyond = 0
+    if max_jobs is not None:
+        if max_jobs < 0:
+            raise ValueError(f"max_jobs must be >= 0, got {max_jobs}")
+        kept_idx = np.flatnonzero(keep)
+        if len(kept_idx) > max_jobs:
+            cut = kept_idx[max_jobs - 1] + 1 if max_jobs else 0
+            beyond = len(j) - cut
+            keep[cut:] = bad_run[cut:] = bad_procs[cut:] = False
+
+    k = j[keep]
+    run_k = run[keep]
+    procs_k = procs[keep]
+    nb_res, nb_res_source = _machine_size(trace, nodes, procs_k)
+    capped = procs_k > nb_res
+    res = np.minimum(procs_k, nb_res).astype(np.int64)
+    req = k["requested_time"]
+    walltime = np.where(req > 0, req, run_k)
+    clipped = run_k > walltime
+    run_k = np.minimum(run_k, walltime)
+    submit = k["submit_time"]
+    subtime = submit - submit[0] if len(submit) else submit
+
+    notes = []
+    if len(subtime) and subtime.min() < 0:
+        notes.append(f"{int((subtime < 0).sum())} jobs submitted before the first kept job "
+                     "(trace not sorted by submit time): negative subtimes")
+    ids = k["job_id"].astype(np.int64)
+    if len(np.unique(ids)) != len(ids):
+        notes.append(f"{len(ids) - len(np.unique(ids))} duplicate SWF job numbers")
+    if np.any(ids != k["job_id"]):
+        notes.append("non-integral SWF job numbers were truncated")
+
+    names: list[str] = []
+    profiles: dict[str, dict] = {}
+    by_value: dict[float, str] = {}
+    for r in run_k.tolist():
+        name = by_value.get(r)
+        if name is None:
+            name = by_value[r] = profile_name(r)
+            profiles[name] = {"type": "delay", "delay": r}
+        names.append(name)
+
+    jobs = [
+        {"id": i, "subtime": s, "walltime": w, "res": n, "profile": p, "user": u,
+         "group": g, "executable": e, "queue": q, "partition": pa}
+        for i, s, w, n, p, u, g, e, q, pa in zip(
+            ids.tolist(), subtime.tolist(), walltime.tolist(), res.tolist(), names,
+            *(k[f].astype(np.int64).tolist() for f in
+              ("user_id", "group_id", "executable_id", "queue_id", "partition_id")),
+        )
+    ]
+    tz = trace.header_int("TimeZone")
+    workload = {
+        "nb_res": nb_res,
+        "jobs": jobs,
+        "profiles": profiles,
+        "swf": {
+            "source": trace.name,
+            "UnixStartTime": trace.header_int("UnixStartTime"),
+            "TimeZone": tz,
+            "TimeZoneString": trace.header.get("TimeZoneString"),
+            # calendar time of a job = UnixStartTime + subtime_offset + subtime
+            "subtime_offset": float(submit[0]) if len(submit) else 0.0,
+        },
+    }
+    report = ConversionReport(
+        source=trace.name,
+        read=len(j),
+        kept=len(jobs),
+        skipped={SKIP_RUN_TIME: int(bad_run.sum()), SKIP_PROCS: int(bad_procs.sum())},
+        beyond_max_jobs=int(beyond),
+        capped=int(capped.sum()),
+        run_time_clipped=int(clipped.sum()),
+        nb_res=nb_res,
+        nb_res_source=nb_res_source,
+        nb_profiles=len(profiles),
+        bad_lines=len(trace.bad_lines),
+        notes=notes,
+    )
+    return workload, report
+
+
+def convert_swf(
+    swf_path: str | Path,
+    workload_out: str | Path,
+    platform_out: str | Path | None = None,
+    max_jobs: int | None = None,
+    nodes: int | None = None,
+) -> ConversionReport:
+    """Read, clean and write a trace (and a matching platform): the CLI's ``convert``."""
+    from .loader import write_workload
+    from .platform import write_platform
+
+    workload, report = swf_to_workload(read_swf(swf_path), max_jobs=max_jobs, nodes=nodes)
+    write_workload(workload, workload_out)
+    if platform_out is not None:
+        write_platform(report.nb_res, platform_out)
+    return report
