@@ -27,9 +27,22 @@ BUILTINS = {
     "policies": {name: f"batsched_ml.policies.orders:{cls}" for name, cls in [
         ("fcfs", "FCFS"), ("spf", "SPF"), ("saf", "SAF"), ("wfp3", "WFP3"), ("unicef", "UNICEF"),
         ("f1", "F1"), ("f2", "F2"), ("f3", "F3"), ("f4", "F4")]},
-    "predictors": {},
-    "corrections": {},
-    "classifiers": {},
+    "predictors": {
+        "requested": "batsched_ml.predictors.basic:RequestedTime",
+        "clairvoyant": "batsched_ml.predictors.basic:Clairvoyant",
+        "ave2": "batsched_ml.predictors.basic:UserAverage",
+        "eloss": "batsched_ml.predictors.eloss:ELossRegressor",
+    },
+    "corrections": {
+        "requested": "batsched_ml.predictors.corrections:RequestedCorrection",
+        "incremental": "batsched_ml.predictors.corrections:IncrementalCorrection",
+        "doubling": "batsched_ml.predictors.corrections:DoublingCorrection",
+    },
+    "classifiers": {
+        "random-forest": "batsched_ml.classifiers.models:RandomForestJobClassifier",
+        "gradient-boosting": "batsched_ml.classifiers.models:GradientBoostingJobClassifier",
+        "clairvoyant": "batsched_ml.classifiers.models:ClairvoyantClassifier",
+    },
 }
 
 

@@ -12,11 +12,33 @@ from .workloads import load_workload, read_platform
 
 
 def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations: str = "count",
-                    backfill_order: str = "queue", starvation_threshold: float | None = None, **options):
-    """Instantiate the scheduler plugin ``scheduler`` with its options."""
+                    backfill_order: str = "queue", starvation_threshold: float | None = None, *,
+                    predictor: str | None = None, correction: str | None = None,
+                    classifier: str | None = None, kill_false_small: bool = False, seed: int = 0,
+                    **options):
+    """Instantiate the scheduler plugin ``scheduler`` with its options.
+
+    ``predictor``/``correction`` attach a runtime estimator (see ``predictors``);
+    ``classifier`` wraps the scheduler in small/large classification (see
+    ``classifiers``), killing false-small jobs when ``kill_false_small``.
+    """
+    estimator = None
+    if predictor is not None or correction is not None:
+        from .predictors import build_estimator
+
+        estimator = build_estimator(predictor or "requested", correction, seed=seed, **options.pop("predictor_options", {}))
     cls = load("schedulers", scheduler)
+    if classifier is not None:
+        from .classifiers import build_classification_scheduler
+
+        return build_classification_scheduler(
+            cls, classifier=classifier, kill_false_small=kill_false_small, seed=seed, policy=policy,
+            reservations=reservations, backfill_order=backfill_order,
+            starvation_threshold=starvation_threshold, estimator=estimator, **options)
+    if kill_false_small:
+        raise ValueError("--kill-false-small needs --classifier")
     return cls(policy=policy, reservations=reservations, backfill_order=backfill_order,
-               starvation_threshold=starvation_threshold, **options)
+               starvation_threshold=starvation_threshold, estimator=estimator, **options)
 
 
 def in_process(core: DecisionCore):
@@ -45,7 +67,7 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     for i, w in enumerate(workloads):
         data = w if isinstance(w, dict) else load_workload(w)
         if not isinstance(w, dict):
-            data = dict(data, source=Path(w).name)
+            data = dict(data, source=str(Path(w).resolve()))
         loaded.append((f"w{i}", data))
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue

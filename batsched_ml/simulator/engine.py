@@ -149,28 +149,33 @@ class Simulator:
                                                   [ev.Notify(now, ev.NO_MORE_STATIC_JOB_TO_SUBMIT)])
                     continue
                 break
-            t = t_heap if t_static is None or (t_heap is not None and t_heap <= t_static) else t_static
+            t = t_heap if t_static is None or (t_heap is not None and t_heap < t_static) else t_static
             now = t if t >= available_at else available_at
             batch = []
-            # Completions, kills and calls due by now, in time order then kind order.
-            while heap and heap[0][0] <= now:
-                _, kind, _, payload = heapq.heappop(heap)
-                if kind == _COMPLETION:
-                    self._complete(payload, batch)
-                elif kind == _KILL:
-                    self._kill(payload[0], payload[1], batch)
-                else:
-                    self._pending_calls -= 1
-                    batch.append(ev.RequestedCall(payload))
-            while next_static < nb_static and static[next_static].subtime <= now:
-                job = static[next_static]
-                next_static += 1
-                job.state = "SUBMITTED"
-                job.subtime_actual = job.subtime
-                batch.append(ev.JobSubmitted(job.subtime, job.id, job.data))
-            if next_static == nb_static and not notified_static_end:
-                notified_static_end = True
-                batch.append(ev.Notify(now, ev.NO_MORE_STATIC_JOB_TO_SUBMIT))
+            if t_static is not None and t_static <= now:
+                # Submissions due by now go first, in a message of their own: in real Batsim,
+                # job ends drift by microseconds of latency, so a completion at the same nominal
+                # instant reaches the scheduler after the submission.
+                while next_static < nb_static and static[next_static].subtime <= now:
+                    job = static[next_static]
+                    next_static += 1
+                    job.state = "SUBMITTED"
+                    job.subtime_actual = job.subtime
+                    batch.append(ev.JobSubmitted(job.subtime, job.id, job.data))
+                if next_static == nb_static and not notified_static_end:
+                    notified_static_end = True
+                    batch.append(ev.Notify(now, ev.NO_MORE_STATIC_JOB_TO_SUBMIT))
+            else:
+                # Completions, kills and calls due by now, in time order then kind order.
+                while heap and heap[0][0] <= now:
+                    _, kind, _, payload = heapq.heappop(heap)
+                    if kind == _COMPLETION:
+                        self._complete(payload, batch)
+                    elif kind == _KILL:
+                        self._kill(payload[0], payload[1], batch)
+                    else:
+                        self._pending_calls -= 1
+                        batch.append(ev.RequestedCall(payload))
             if not batch:
                 continue
             if len(batch) > 1:

@@ -1,0 +1,435 @@
+"""Job-level metrics from Batsim's export files (``PREFIX_jobs.csv``, ``PREFIX_schedule.csv``).
+
+Both transports write these files — real Batsim behind the ZeroMQ server and the embedded
+simulator — so one reader and one set of metric definitions score every run, and the golden
+Batsim outputs check the definitions themselves (the README's AVEbsld figures).
+
+Pipeline: :func:`read_jobs_csv` (one row per *attempt*, as Batsim writes it) ->
+:func:`merge_attempts` (one record per *logical job*: a killed-and-requeued job ``12``,
+``12#1``, ... is one job for its user) -> :func:`compute_metrics` / :func:`per_job_bsld` /
+:func:`cumulative_bsld` -> :func:`format_metrics`.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import gzip
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence, Union
+
+import numpy as np
+
+JOBS_COLUMNS = (
+    "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
+    "requested_time", "success", "final_state", "starting_time", "execution_time", "finish_time",
+    "waiting_time", "turnaround_time", "stretch", "allocated_resources", "consumed_energy",
+    "metadata",
+)
+_STR_COLUMNS = ("job_id", "workload_name", "profile", "final_state", "allocated_resources", "metadata")
+_INT_COLUMNS = ("requested_number_of_resources", "success")
+_DEFERRED_COLUMNS = ("waiting_time", "turnaround_time", "stretch", "consumed_energy")
+# Columns Batsim leaves empty for a rejected job (never started): they read as NaN.
+_MAYBE_EMPTY = ("starting_time", "execution_time", "finish_time", "waiting_time",
+                "turnaround_time", "stretch")
+
+COMPLETED_SUCCESSFULLY = "COMPLETED_SUCCESSFULLY"
+COMPLETED_FAILED = "COMPLETED_FAILED"
+COMPLETED_WALLTIME_REACHED = "COMPLETED_WALLTIME_REACHED"
+COMPLETED_KILLED = "COMPLETED_KILLED"
+REJECTED = "REJECTED"
+
+PathLike = Union[str, os.PathLike]
+
+
+# ----------------------------------------------------------------------------- reading
+@dataclass(frozen=True, eq=False)
+class JobsTable:
+    """A Batsim jobs CSV, column by column: one row per attempt, file order.
+
+    Text columns are object arrays of ``str`` (cheap to build, ``==`` works elementwise);
+    times are float64 with NaN where Batsim wrote nothing (rejected jobs). The columns Batsim
+    derives from the others (``waiting_time``, ``turnaround_time``, ``stretch``) and
+    ``consumed_energy`` are parsed on first access: no metric needs them, and parsing text
+    to floats is most of the cost of reading a 250k-row file.
+    """
+
+    job_id: np.ndarray
+    workload_name: np.ndarray
+    profile: np.ndarray
+    submission_time: np.ndarray
+    requested_number_of_resources: np.ndarray
+    requested_time: np.ndarray
+    success: np.ndarray
+    final_state: np.ndarray
+    starting_time: np.ndarray
+    execution_time: np.ndarray
+    finish_time: np.ndarray
+    allocated_resources: np.ndarray
+    metadata: np.ndarray
+    path: str | None = None
+    deferred: dict = field(default_factory=dict, repr=False)  # column -> array or raw text
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    def _deferred(self, name: str) -> np.ndarray:
+        col = self.deferred[name]
+        if not isinstance(col, np.ndarray):
+            col = self.deferred[name] = _to_numbers(self.path, name, col, np.float64)
+        return col
+
+    waiting_time = property(lambda self: self._deferred("waiting_time"))
+    turnaround_time = property(lambda self: self._deferred("turnaround_time"))
+    stretch = property(lambda self: self._deferred("stretch"))
+    consumed_energy = property(lambda self: self._deferred("consumed_energy"))
+
+
+def _open_text(path: PathLike):
+    """Open plain or gzip text by content (magic bytes), not by suffix."""
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    if gzipped:
+        return gzip.open(path, "rt", newline="", encoding="utf-8")
+    return open(path, newline="", encoding="utf-8")
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Building ~250k row lists triggers the cyclic GC over and over; pausing it halves parse time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _to_numbers(path: PathLike, name: str, values: Sequence[str], dtype) -> np.ndarray:
+    """Convert a text column in one numpy call; on failure, name file, column, line and value."""
+    try:
+        if name in _MAYBE_EMPTY and "" in values:
+            values = [v or "nan" for v in values]
+        return np.array(values, dtype=dtype)
+    except (ValueError, OverflowError):
+        convert = int if dtype is np.int64 else float
+        for i, v in enumerate(values):
+            try:
+                convert(v)
+            except (ValueError, OverflowError):
+                raise ValueError(f"{path}: line {i + 2}, column {name!r}: "
+                                 f"cannot parse {v!r} as a number") from None
+        raise
+
+
+def read_jobs_csv(path: PathLike) -> JobsTable:
+    """Read a Batsim 4 ``PREFIX_jobs.csv`` (plain or gzip) into a :class:`JobsTable`.
+
+    Raises ``ValueError`` naming the file for a missing column, a ragged row or an
+    unparsable number (with its line), so a broken writer is caught at the first read
+    (for the deferred columns of :class:`JobsTable`, at their first access).
+    """
+    with _gc_paused():
+        with _open_text(path) as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header is None:
+                raise ValueError(f"{path}: empty file, expected a Batsim jobs CSV header")
+            missing = [c for c in JOBS_COLUMNS if c not in header]
+            if missing:
+                raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+            rows = [r for r in reader if r]
+        if set(map(len, rows)) - {len(header)}:
+            bad = next(i for i, r in enumerate(rows) if len(r) != len(header))
+            raise ValueError(f"{path}: row {bad + 2} has {len(rows[bad])} fields, "
+                             f"header has {len(header)}")
+        raw = list(zip(*rows)) if rows else [()] * len(header)
+        del rows
+        pos = {name: i for i, name in enumerate(header)}
+        cols: dict = {"deferred": {}}
+        for name in JOBS_COLUMNS:
+            values = raw[pos[name]]
+            if name in _DEFERRED_COLUMNS:
+                cols["deferred"][name] = values
+            elif name in _STR_COLUMNS:
+                cols[name] = np.array(values, dtype=object)
+            else:
+                dtype = np.int64 if name in _INT_COLUMNS else np.float64
+                cols[name] = _to_numbers(path, name, values, dtype)
+        del raw
+    return JobsTable(path=str(path), **cols)
+
+
+def read_schedule_csv(path: PathLike) -> dict:
+    """Read Batsim's one-row ``PREFIX_schedule.csv``: ints stay int, reals float, the rest str."""
+    with _open_text(path) as f:
+        rows = list(csv.DictReader(f))
+    if len(rows) != 1:
+        raise ValueError(f"{path}: expected exactly one data row, found {len(rows)}")
+    out = {}
+    for key, text in rows[0].items():
+        if key == "batsim_version":  # "4.2" must not become a float
+            out[key] = text
+            continue
+        for convert in (int, float, str):
+            try:
+                out[key] = convert(text)
+                break
+            except ValueError:
+                pass
+    return out
+
+
+def schedule_csv_for(jobs_path: PathLike) -> Path | None:
+    """The ``PREFIX_schedule.csv`` written next to ``PREFIX_jobs.csv(.gz)``, if present."""
+    p = Path(jobs_path)
+    for suffix in ("_jobs.csv.gz", "_jobs.csv"):
+        if p.name.endswith(suffix):
+            prefix = p.name[: -len(suffix)]
+            for name in (prefix + "_schedule.csv", prefix + "_schedule.csv.gz"):
+                if (p.parent / name).is_file():
+                    return p.parent / name
+            return None
+    return None
+
+
+# ----------------------------------------------------------------------------- logical jobs
+@dataclass(frozen=True, eq=False)
+class JobRecords:
+    """One record per logical job (all attempts ``12``, ``12#1``, ... merged); see :func:`merge_attempts`.
+
+    Arrays are aligned; filter with :meth:`subset` (mask or indices) or :meth:`select_ids`
+    (original ids such as ``"12"``, ``12`` or protocol ids ``"w0!12"``). Times are NaN for
+    rejected jobs.
+    """
+
+    workload: np.ndarray
+    job_id: np.ndarray
+    submission: np.ndarray
+    start: np.ndarray
+    finish: np.ndarray
+    run: np.ndarray
+    wait: np.ndarray
+    res: np.ndarray
+    requested_time: np.ndarray
+    final_state: np.ndarray
+    attempts: np.ndarray
+    killed_attempts: np.ndarray
+    core_seconds: np.ndarray
+    wasted_core_seconds: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.job_id)
+
+    @property
+    def full_id(self) -> np.ndarray:
+        """Protocol ids ``"<workload>!<id>"`` (the ids the scheduler saw)."""
+        return np.array([f"{w}!{j}" for w, j in zip(self.workload, self.job_id)], dtype=object)
+
+    @property
+    def rejected(self) -> np.ndarray:
+        return self.final_state == REJECTED
+
+    def subset(self, selector) -> "JobRecords":
+        """Records picked by a boolean mask or an index array (order kept)."""
+        return JobRecords(**{f.name: getattr(self, f.name)[selector] for f in fields(self)})
+
+    def mask_ids(self, ids: Iterable) -> np.ndarray:
+        """Boolean mask of the records whose id is in ``ids`` (``"w0!12"`` pins the workload)."""
+        plain, full = set(), set()
+        for i in ids:
+            (full if "!" in str(i) else plain).add(str(i))
+        mask = np.fromiter((j in plain for j in self.job_id), bool, len(self))
+        if full:
+            mask |= np.fromiter((j in full for j in self.full_id), bool, len(self))
+        return mask
+
+    def select_ids(self, ids: Iterable) -> "JobRecords":
+        return self.subset(self.mask_ids(ids))
+
+
+def merge_attempts(table: JobsTable) -> JobRecords:
+    """Merge requeued attempts into one record per logical job.
+
+    An attempt ``<id>#<k>`` belongs to job ``<id>`` of the same workload; the attempt without
+    ``#`` is attempt 0 and the highest ``k`` is the final one. Accounting, chosen so that a
+    kill-and-requeue costs the user what it really cost them:
+
+    - ``submission`` = first attempt's submission time; ``start``, ``finish``, ``run``
+      (execution time) and ``final_state`` = the final attempt's;
+    - ``wait = start - submission``: the time lost in killed attempts counts as waiting,
+      since the user still had no result (bsld then uses only the final run time);
+    - ``res`` / ``requested_time`` = the first attempt's request (requeues keep them);
+    - ``core_seconds`` = sum of res x execution_time over all attempts (machine time used),
+      ``wasted_core_seconds`` = that sum over the non-final attempts only (thrown away);
+    - ``killed_attempts`` = attempts that ended ``COMPLETED_KILLED``.
+
+    Records keep the file order of each job's first row.
+    """
+    ids = table.job_id
+    if any("#" in j for j in ids):
+        parts = [j.partition("#") for j in ids]
+        base = [p[0] for p in parts]
+        try:
+            attempt = np.array([int(p[2]) if p[1] else 0 for p in parts], dtype=np.int64)
+        except ValueError as e:
+            raise ValueError(f"{table.path}: bad attempt suffix in job id ({e})") from None
+    else:
+        base, attempt = ids, np.zeros(len(ids), dtype=np.int64)
+    groups: dict = {}
+    gid = np.array([groups.setdefault(k, len(groups)) for k in zip(table.workload_name, base)],
+                   dtype=np.int64)
+    order = np.lexsort((attempt, gid))  # by job, then attempt number
+    g_sorted, a_sorted = gid[order], attempt[order]
+    dup = (g_sorted[1:] == g_sorted[:-1]) & (a_sorted[1:] == a_sorted[:-1])
+    if dup.any():
+        raise ValueError(f"{table.path}: job id {ids[order[1:][dup][0]]!r} appears twice")
+    is_last = np.append(g_sorted[1:] != g_sorted[:-1], True) if len(order) else np.zeros(0, bool)
+    is_first = np.append(True, is_last[:-1]) if len(order) else np.zeros(0, bool)
+    first, last = order[is_first], order[is_last]  # one row index per job, job order = gid
+
+    n = len(groups)
+    res = table.requested_number_of_resources
+    used = res * np.nan_to_num(table.execution_time)
+    core_seconds = np.bincount(gid, weights=used, minlength=n)
+    killed = np.bincount(gid, weights=table.final_state == COMPLETED_KILLED, minlength=n)
+    start = table.starting_time[last]
+    submission = table.submission_time[first]
+    return JobRecords(
+        workload=table.workload_name[first],
+        job_id=np.array([base[i] for i in first], dtype=object),
+        submission=submission,
+        start=start,
+        finish=table.finish_time[last],
+        run=table.execution_time[last],
+        wait=start - submission,
+        res=res[first],
+        requested_time=table.requested_time[first],
+        final_state=table.final_state[last],
+        attempts=np.bincount(gid, minlength=n).astype(np.int64),
+        killed_attempts=killed.astype(np.int64),
+        core_seconds=core_seconds,
+        wasted_core_seconds=core_seconds - used[last],
+    )
+
+
+# ----------------------------------------------------------------------------- metrics
+Source = Union[JobsTable, JobRecords, str, os.PathLike]
+
+
+def _as_records(source: Source) -> tuple[JobRecords, str | None]:
+    if isinstance(source, JobRecords):
+        return source, None
+    table = source if isinstance(source, JobsTable) else read_jobs_csv(source)
+    return merge_attempts(table), table.path
+
+
+def per_job_bsld(records: Source, tau: float) -> np.ndarray:
+    """Bounded slowdown ``max((wait + run) / max(run, tau), 1)`` per record; NaN if rejected.
+
+    Aligned with ``records`` so a report can index it with any mask (small vs large jobs).
+    """
+    r, _ = _as_records(records)
+    with np.errstate(invalid="ignore"):
+        return np.maximum((r.wait + r.run) / np.maximum(r.run, tau), 1.0)
+
+
+def cumulative_bsld(source: Source, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(finish times, running sum of bsld)`` over executed jobs in finish order.
+
+    The curve of Zrigui et al. 2022, Figure 6: the sum grows each time a job finishes.
+    """
+    r, _ = _as_records(source)
+    bsld = per_job_bsld(r, tau)
+    done = ~np.isnan(bsld)
+    order = np.argsort(r.finish[done], kind="stable")
+    return r.finish[done][order], np.cumsum(bsld[done][order])
+
+
+def _tau_key(tau: float) -> str:
+    return f"tau{float(tau):g}"
+
+
+def compute_metrics(source: Source, taus: Sequence[float] = (10.0, 60.0),
+                    nb_cores: int | None = None) -> dict:
+    """Summary metrics of one run, as a JSON-serialisable dict of plain ints/floats/None.
+
+    Counts cover every logical job; time metrics only the executed ones (rejected jobs are
+    counted in ``jobs`` and ``rejected`` but have no wait or bsld). Definitions:
+
+    - ``avebsld_tau<t>`` / ``maxbsld_tau<t>``: mean / max of :func:`per_job_bsld`;
+    - ``mean_wait``, ``median_wait``, ``max_wait``; ``geomean_wait`` = exp(mean(ln(wait + 1))) - 1,
+      the geometric mean shifted by 1 s so that it is defined when a wait is 0;
+    - ``mean_turnaround`` = mean(finish - first submission);
+    - ``first_submission`` (all jobs, rejected included), ``last_finish``,
+      ``makespan`` = last_finish - first_submission;
+    - ``utilisation`` = sum of res x execution_time over all attempts (killed ones too)
+      / (nb_cores x makespan). ``nb_cores`` defaults to ``nb_computing_machines`` of the
+      sibling ``PREFIX_schedule.csv`` when ``source`` is a path or a table read from one;
+      without it ``utilisation`` is None;
+    - counts: ``jobs``, ``attempts``, ``completed`` (COMPLETED_SUCCESSFULLY),
+      ``walltime_reached``, ``failed``, ``killed`` (jobs whose final attempt was killed),
+      ``rejected``, ``requeued_jobs``, ``killed_attempts``, ``wasted_core_seconds``.
+    """
+    r, path = _as_records(source)
+    if nb_cores is None and path is not None:
+        schedule = schedule_csv_for(path)
+        if schedule is not None:
+            nb_cores = read_schedule_csv(schedule).get("nb_computing_machines")
+    state = r.final_state
+    m: dict = {
+        "jobs": len(r),
+        "attempts": int(r.attempts.sum()),
+        "completed": int((state == COMPLETED_SUCCESSFULLY).sum()),
+        "walltime_reached": int((state == COMPLETED_WALLTIME_REACHED).sum()),
+        "failed": int((state == COMPLETED_FAILED).sum()),
+        "killed": int((state == COMPLETED_KILLED).sum()),
+        "rejected": int(r.rejected.sum()),
+        "requeued_jobs": int((r.attempts > 1).sum()),
+        "killed_attempts": int(r.killed_attempts.sum()),
+        "wasted_core_seconds": float(r.wasted_core_seconds.sum()),
+    }
+    done = r.subset(~r.rejected & ~np.isnan(r.start))
+    have = len(done) > 0
+    for tau in taus:
+        bsld = per_job_bsld(done, tau)
+        m[f"avebsld_{_tau_key(tau)}"] = float(bsld.mean()) if have else None
+        m[f"maxbsld_{_tau_key(tau)}"] = float(bsld.max()) if have else None
+    m["mean_wait"] = float(done.wait.mean()) if have else None
+    m["geomean_wait"] = float(np.expm1(np.log1p(done.wait).mean())) if have else None
+    m["median_wait"] = float(np.median(done.wait)) if have else None
+    m["max_wait"] = float(done.wait.max()) if have else None
+    m["mean_turnaround"] = float((done.finish - done.submission).mean()) if have else None
+    m["first_submission"] = float(r.submission.min()) if len(r) else None
+    m["last_finish"] = float(done.finish.max()) if have else None
+    makespan = m["last_finish"] - m["first_submission"] if have else None
+    m["makespan"] = makespan
+    m["nb_cores"] = int(nb_cores) if nb_cores is not None else None
+    m["utilisation"] = (float(r.core_seconds.sum() / (nb_cores * makespan))
+                        if nb_cores and makespan else None)
+    return m
+
+
+def format_metrics(metrics: dict) -> str:
+    """Two aligned columns (key, value) for the terminal; None shows as ``-``."""
+    def fmt(v) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, (bool, np.bool_)):
+            return str(bool(v))
+        if isinstance(v, (int, np.integer)):
+            return f"{int(v):,}"
+        if isinstance(v, (float, np.floating)):
+            return f"{v:,.4f}" if abs(v) < 10 else f"{v:,.2f}"
+        return str(v)
+
+    shown = [(str(k), fmt(v)) for k, v in metrics.items()]
+    if not shown:
+        return ""
+    kw = max(len(k) for k, _ in shown)
+    vw = max(len(v) for _, v in shown)
+    return "\n".join(f"{k:<{kw}}  {v:>{vw}}" for k, v in shown)
