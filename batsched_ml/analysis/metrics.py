@@ -228,7 +228,7 @@ class JobRecords:
     @property
     def full_id(self) -> np.ndarray:
         """Protocol ids ``"<workload>!<id>"`` (the ids the scheduler saw)."""
-        return np.array([f"{w}!{j}" for w, j in zip(self.workload, self.job_id)], dtype=object)
+        return self.workload + "!" + self.job_id
 
     @property
     def rejected(self) -> np.ndarray:
@@ -270,19 +270,20 @@ def merge_attempts(table: JobsTable) -> JobRecords:
 
     Records keep the file order of each job's first row.
     """
-    ids = table.job_id
-    if any("#" in j for j in ids):
-        parts = [j.partition("#") for j in ids]
-        base = [p[0] for p in parts]
+    ids, workloads = table.job_id, table.workload_name
+    base, attempt = ids, np.zeros(len(ids), dtype=np.int64)
+    for i in np.flatnonzero(np.fromiter(("#" in j for j in ids), bool, len(ids))):
+        if base is ids:
+            base = ids.copy()
+        base[i], _, suffix = ids[i].partition("#")
         try:
-            attempt = np.array([int(p[2]) if p[1] else 0 for p in parts], dtype=np.int64)
-        except ValueError as e:
-            raise ValueError(f"{table.path}: bad attempt suffix in job id ({e})") from None
-    else:
-        base, attempt = ids, np.zeros(len(ids), dtype=np.int64)
+            attempt[i] = int(suffix)
+        except ValueError:
+            raise ValueError(f"{table.path}: bad attempt number in job id {ids[i]!r}") from None
+    # Group by protocol id "<workload>!<original id>" ("!" cannot occur in either part).
     groups: dict = {}
-    gid = np.array([groups.setdefault(k, len(groups)) for k in zip(table.workload_name, base)],
-                   dtype=np.int64)
+    gid = np.fromiter((groups.setdefault(k, len(groups)) for k in workloads + "!" + base),
+                      np.int64, len(ids))
     order = np.lexsort((attempt, gid))  # by job, then attempt number
     g_sorted, a_sorted = gid[order], attempt[order]
     dup = (g_sorted[1:] == g_sorted[:-1]) & (a_sorted[1:] == a_sorted[:-1])
@@ -301,7 +302,7 @@ def merge_attempts(table: JobsTable) -> JobRecords:
     submission = table.submission_time[first]
     return JobRecords(
         workload=table.workload_name[first],
-        job_id=np.array([base[i] for i in first], dtype=object),
+        job_id=base[first],
         submission=submission,
         start=start,
         finish=table.finish_time[last],

@@ -1,0 +1,169 @@
+"""Runtime predictors and corrections: EASY++ (Tsafrir et al.) and E-Loss regression (Gaussier et al.).
+
+``build_estimator(predictor, correction)`` returns the :class:`Estimator` a
+``QueueScheduler`` drives:
+
+* at submission the predictor's prediction, clipped to ``[1 s, walltime]``,
+  becomes ``job.estimate`` (queue orders, reservations and backfilling use it)
+  and is recorded in ``job.info["prediction"]``;
+* when a job starts and a correction is set, a ``CALL_ME_LATER`` is asked at
+  its predicted end (if that is before its walltime: Batsim kills it there
+  anyway); at that call, a job still running gets a corrected estimate (capped
+  at the walltime) and the scheduler re-places it (``reestimate_running``).
+  Jobs are never killed at their prediction;
+* at each completion (successful or walltime-reached) the predictor learns
+  the actual runtime ``end - start`` (``partial_fit``).
+
+Named configurations (options of ``batsched-ml`` / ``runner.build_scheduler``):
+
+* EASY++ (Tsafrir, Etsion & Feitelson 2007):
+  ``--predictor ave2 --correction incremental --backfill-order sjbf``
+* Gaussier et al.'s best heuristic triple (SC'15, eq. (3)):
+  ``--predictor eloss --correction incremental --backfill-order sjbf``
+* EASY clairvoyant: ``--predictor clairvoyant`` (add ``--backfill-order sjbf``
+  for EASY-SJBF clairvoyant).
+
+Predictors: ``requested``, ``clairvoyant``, ``ave2``, ``eloss``; corrections:
+``requested``, ``incremental``, ``doubling`` (plugins, see ``plugins.py``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Correction, RuntimePredictor
+from .eloss import asymmetric_loss, job_weight
+
+LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
+ECDF_POINTS = 200
+EXACT_TOL = 0.01  # end - start carries Batsim's latency noise (ms): errors this small count as exact
+
+__all__ = ["Estimator", "build_estimator", "RuntimePredictor", "Correction"]
+
+
+class Estimator:
+    """Glue between a scheduler and a predictor (+ optional correction)."""
+
+    def __init__(self, predictor: RuntimePredictor, correction: Correction | None = None):
+        self.predictor = predictor
+        self.correction = correction
+        self.scheduler = None
+        self._running: dict = {}
+        self.nb_corrections = 0
+        self.nb_corrected_jobs = 0
+        self._records: list = []  # (prediction, actual, cores)
+
+    # ------------------------------------------------------------- hooks
+    def attach(self, scheduler, ctx) -> None:
+        self.scheduler = scheduler
+        self._running = {}
+        self.nb_corrections = 0
+        self.nb_corrected_jobs = 0
+        self._records = []
+
+    def on_submission(self, job, ctx) -> None:
+        prediction = float(self.predictor.predict(job, ctx.now))
+        if not prediction == prediction:  # NaN
+            prediction = job.walltime if job.has_walltime else 1.0
+        estimate = max(prediction, 1.0)
+        if job.has_walltime:
+            estimate = min(estimate, job.walltime)
+        job.info["prediction"] = estimate
+        job.estimate = estimate
+
+    def on_start(self, job, ctx) -> None:
+        self._running[job.id] = job
+        self.predictor.job_started(job, ctx.now)
+        self._ask_call(job, ctx)
+
+    def on_completion(self, job, ctx) -> None:
+        if self._running.pop(job.id, None) is None and job.start_time < 0:
+            return
+        self.predictor.job_ended(job, ctx.now)
+        if job.final_state in LEARNED_STATES and job.start_time >= 0:
+            actual = job.end_time - job.start_time
+            prediction = job.info.get("prediction")
+            if prediction is not None:
+                self._records.append((prediction, actual, job.res))
+            self.predictor.partial_fit(job, actual, ctx.now)
+
+    def on_call(self, ctx) -> bool:
+        if self.correction is None:
+            return False
+        now = ctx.now
+        changed = False
+        for job in list(self._running.values()):
+            if job.start_time + job.estimate > now:
+                continue
+            cap = job.walltime if job.has_walltime else math.inf
+            if job.estimate >= cap:
+                continue
+            new = min(float(self.correction.correct(job, now)), cap)
+            if new <= job.estimate:
+                continue
+            if "corrections" not in job.info:
+                self.nb_corrected_jobs += 1
+            job.info["corrections"] = job.info.get("corrections", 0) + 1
+            self.nb_corrections += 1
+            job.estimate = new
+            changed = True
+            reestimate = getattr(self.scheduler, "reestimate_running", None)
+            if reestimate is not None:
+                reestimate(job, now)
+            self._ask_call(job, ctx)
+        return changed
+
+    def _ask_call(self, job, ctx) -> None:
+        if self.correction is None:
+            return
+        at = job.start_time + job.estimate
+        limit = job.start_time + job.walltime if job.has_walltime else math.inf
+        if ctx.now < at < limit:
+            ctx.call_me_later(at)
+
+    # ------------------------------------------------------------ report
+    def report(self) -> dict:
+        """Prediction quality of the initial predictions (Gaussier et al. 6.4, Figures 4-5)."""
+        out = {"predictor": type(self.predictor).__name__,
+               "correction": None if self.correction is None else type(self.correction).__name__,
+               "nb_jobs": len(self._records), "nb_corrections": self.nb_corrections,
+               "nb_corrected_jobs": self.nb_corrected_jobs}
+        if not self._records:
+            return out
+        rec = np.asarray(self._records, dtype=float)
+        pred, actual, cores = rec[:, 0], rec[:, 1], rec[:, 2]
+        err = pred - actual  # > 0: over-prediction
+        weights = np.array([job_weight("large-area", q, p) for q, p in zip(cores, actual)])
+        eloss = asymmetric_loss(pred, actual, weights, over="squared", under="linear")
+        idx = np.unique(np.linspace(0, len(err) - 1, min(ECDF_POINTS, len(err))).round().astype(int))
+        sorted_err = np.sort(err)
+        sorted_pred = np.sort(pred)
+        out.update(
+            mae=float(np.abs(err).mean()),
+            mean_eloss=float(eloss.mean()),
+            under_share=float((err < -EXACT_TOL).mean()),
+            over_share=float((err > EXACT_TOL).mean()),
+            exact_share=float((np.abs(err) <= EXACT_TOL).mean()),
+            ecdf_error={"x": sorted_err[idx].tolist(), "p": ((idx + 1) / len(err)).tolist()},
+            ecdf_prediction={"x": sorted_pred[idx].tolist(), "p": ((idx + 1) / len(err)).tolist()},
+        )
+        return out
+
+
+def build_estimator(predictor: str = "requested", correction: str | None = None, seed: int = 0,
+                    **options) -> Estimator:
+    """An :class:`Estimator` from plugin names; ``options`` go to the predictor's constructor
+    (``correction_<param>`` options go to the correction's). ``seed`` is accepted for
+    uniformity (every built-in predictor is deterministic)."""
+    from ..plugins import load
+
+    corr_opts = {k[len("correction_"):]: options.pop(k) for k in list(options) if k.startswith("correction_")}
+    pred_cls = load("predictors", predictor)
+    corr = None
+    if correction is not None:
+        corr = load("corrections", correction)(**corr_opts)
+    elif corr_opts:
+        raise ValueError("correction options given without --correction")
+    return Estimator(pred_cls(**options), corr)

@@ -75,6 +75,9 @@ class QueueScheduler(Scheduler):
             return sorted(jobs, key=lambda j: (key(j, now), j.seq))
         return jobs
 
+    def report(self) -> dict:
+        return {} if self.estimator is None else {"predictions": self.estimator.report()}
+
     def end_pass(self) -> None:
         self._released = []
         self._ended = []

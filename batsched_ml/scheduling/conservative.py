@@ -16,15 +16,14 @@ class ConservativeBackfilling(ProfileScheduler):
 
     def schedule(self, ctx: Context) -> None:
         now, profile = ctx.now, self.profile
-        if self.refresh_profile(now):
-            self._dirty = True
+        self.refresh_profile(now)
         if not self._ended and not self._dirty:
             candidates = [j for j in self._released if j in self.queue]
         else:
             candidates = self.queue.ordered(now)
         for job in candidates:
             profile.remove_if_present(job)
-            placement = profile.add_first_fit(job, job.estimate)
+            placement = profile.add_first_fit(job, self.span(job))
             if placement.started_now:
                 self.start(ctx, job, placement)
         self.end_pass()

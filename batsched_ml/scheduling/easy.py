@@ -30,7 +30,7 @@ class EasyBackfilling(ProfileScheduler):
             profile.remove_if_present(self.priority)
         while head is not None:
             profile.remove_if_present(head)
-            placement = profile.add_first_fit(head, head.estimate)
+            placement = profile.add_first_fit(head, self.span(head))
             if not placement.started_now:
                 break
             self.start(ctx, head, placement)
@@ -39,8 +39,7 @@ class EasyBackfilling(ProfileScheduler):
 
     def schedule(self, ctx: Context) -> None:
         now, profile = ctx.now, self.profile
-        if self.refresh_profile(now):
-            self._dirty = True
+        self.refresh_profile(now)
         full_pass = bool(self._ended) or self._dirty
         if full_pass and self.priority is not None:
             profile.remove_if_present(self.priority)
@@ -60,9 +59,9 @@ class EasyBackfilling(ProfileScheduler):
                 break
             if job.res > available:
                 continue
-            used = profile.fits_now(job, job.estimate)
+            used = profile.fits_now(job, self.span(job))
             if used is None:
                 continue
-            placement = profile.place(job, ctx.now, ctx.now + job.estimate, used)
+            placement = profile.place(job, ctx.now, ctx.now + self.span(job), used)
             self.start(ctx, job, placement)
             available -= job.res

@@ -22,5 +22,7 @@ class StrictFCFS(QueueScheduler):
         while head is not None and head.res <= machine.nb_free:
             queue.remove(head)
             ctx.execute(head, machine.lowest_free(head.res))
+            if self.estimator is not None:
+                self.estimator.on_start(head, ctx)
             head = queue.first(now)
         self.end_pass()

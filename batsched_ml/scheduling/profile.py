@@ -41,6 +41,7 @@ class _Profile:
         self.times = [now]
         self.free = [self._full()]
         self.placed: dict = {}  # job -> Placement
+        self.origin = now  # the present; may be past the end of the first slice (see update_first_slice)
 
     # -- resource algebra (overridden)
     def _full(self):
@@ -68,25 +69,24 @@ class _Profile:
             i -= 1
 
     def update_first_slice(self, now: float) -> None:
-        """Move the profile's origin to ``now`` (all placed jobs must end after it)."""
-        times = self.times
-        while len(times) > 1 and times[1] <= now:
-            # The first slice is over; only possible when nothing placed spans it.
-            del times[0]
-            del self.free[0]
-        times[0] = now
+        """Move the present to ``now``.
 
-    def overdue(self, now: float) -> list:
-        """Placed jobs whose estimated end is not after ``now`` (they outlived their estimate)."""
-        if len(self.times) < 2 or self.times[1] > now:
-            return []
-        return [job for job, p in self.placed.items() if p.end <= now]
+        As in batsched, a job that outlives its estimate keeps the first slice
+        (which then "ends in the past"): its cores are busy now, and free from
+        its estimated end on for anything planned later. ``times`` stays sorted;
+        ``origin`` is the first slice's effective start.
+        """
+        self.origin = now
+        if len(self.times) == 1 or now <= self.times[1]:
+            self.times[0] = now
 
     def __contains__(self, job) -> bool:
         return job in self.placed
 
     def remove(self, job) -> None:
         p = self.placed.pop(job)
+        if p.end <= self.times[0]:
+            return  # entirely in the past: nothing left to give back
         # Splitting re-creates a boundary a merge may have folded away.
         i = self._split(p.start) if p.start > self.times[0] else 0
         j = self._split(p.end) if p.end != INF else len(self.times)
@@ -97,14 +97,18 @@ class _Profile:
         if job in self.placed:
             self.remove(job)
 
-    def place(self, job, start: float, end: float, used) -> Placement:
-        """Reserve ``used`` from ``start`` to ``end`` (a running job or a reservation)."""
-        i = self._split(start)
+    def _place_at(self, job, i: int, end: float, used) -> Placement:
+        start = self.times[i]
         j = self._split(end) if end != INF else len(self.times)
         self._take(i, j, used)
-        p = Placement(start, end, used, start == self.times[0])
+        p = Placement(start, end, used, i == 0)
         self.placed[job] = p
         return p
+
+    def place(self, job, start: float, end: float, used) -> Placement:
+        """Reserve ``used`` from ``start`` (the present or later) to ``end``."""
+        i = 0 if start <= self.origin else self._split(start)
+        return self._place_at(job, i, end, used)
 
     def add_first_fit(self, job, duration: float) -> Placement | None:
         """Place ``job`` (``job.res`` cores for ``duration``) at the earliest fitting slice."""
@@ -112,10 +116,8 @@ class _Profile:
         if found is None:
             return None
         i, used = found
-        start = self.times[i]
-        p = self.place(job, start, start + duration, used)
-        p.started_now = i == 0
-        return p
+        start = self.origin if i == 0 else self.times[i]
+        return self._place_at(job, i, start + duration, used)
 
     def fits_now(self, job, duration: float):
         """What ``add_first_fit`` would allocate if the job can start now, else None."""
@@ -153,7 +155,7 @@ class CoreProfile(_Profile):
             avail = free[i]
             if avail.bit_count() < n:
                 continue
-            end = times[i] + duration
+            end = (self.origin if i == 0 else times[i]) + duration
             k = i + 1
             while k < last and times[k] < end:
                 avail &= free[k]
@@ -190,7 +192,7 @@ class CountProfile(_Profile):
         for i in range(1 if first_only else last):
             if free[i] < n:
                 continue
-            end = times[i] + duration
+            end = (self.origin if i == 0 else times[i]) + duration
             k = i + 1
             while k < last and times[k] < end:
                 if free[k] < n:

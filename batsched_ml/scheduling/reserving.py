@@ -21,45 +21,47 @@ class ProfileScheduler(QueueScheduler):
     to ``start + estimate``.
     """
 
-    def __init__(self, *args, reservations="count", **kwargs):
+    def __init__(self, *args, reservations="count", rjms_delay=None, **kwargs):
         if reservations not in PROFILES:
             raise ValueError(f"unknown reservation model {reservations!r}; choose from {sorted(PROFILES)}")
         super().__init__(*args, reservations=reservations, **kwargs)
+        # batsched plans every job for its walltime plus an "RJMS delay" (its -d
+        # option, 5 s by default): part of batsched's model, so of ``cores``.
+        if rjms_delay is None:
+            rjms_delay = 5.0 if reservations == "cores" else 0.0
+        self.rjms_delay = float(rjms_delay)
         self.profile = None
+
+    def span(self, job) -> float:
+        """How long the profile plans ``job`` to hold its cores."""
+        return job.estimate + self.rjms_delay
 
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
         super().on_simulation_begins(nb_cores, ctx)
         self.profile = PROFILES[self.reservations](nb_cores, ctx.now)
 
-    def refresh_profile(self, now: float) -> bool:
-        """Drop ended jobs, re-place overdue ones, move the origin to now.
-
-        Returns True when a queued job's reservation had to be dropped (the
-        caller must then recompute reservations).
-        """
+    def refresh_profile(self, now: float) -> None:
+        """Drop the jobs that ended and move the profile's present to ``now``."""
         profile = self.profile
         for job in self._ended:
             profile.remove_if_present(job)
-        stale = False
-        for job in profile.overdue(now):
-            profile.remove(job)
-            if job.state == RUNNING:
-                end = max(job.expected_end, now + OVERRUN_GRACE)
-                profile.place(job, now, end, self._placed_resources(job))
-            else:
-                stale = True
         profile.update_first_slice(now)
-        return stale
 
     def _placed_resources(self, job):
         return job.alloc if self.reservations == "cores" else job.res
 
     def reestimate_running(self, job, now: float) -> None:
-        """Re-place a running job whose estimate changed (corrections)."""
-        if job in self.profile:
-            self.profile.remove(job)
-        end = max(job.expected_end, now + OVERRUN_GRACE)
-        self.profile.place(job, now, end, self._placed_resources(job))
+        """Re-place a running job whose estimate changed (corrections).
+
+        Its cores may have been promised to reservations after its old end, so
+        every reservation is dropped and the next pass recomputes them.
+        """
+        profile = self.profile
+        for queued in [j for j in profile.placed if j.state != RUNNING]:
+            profile.remove(queued)
+        profile.remove_if_present(job)
+        end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
+        profile.place(job, now, end, self._placed_resources(job))
         self._dirty = True
 
     def start(self, ctx: Context, job, placement: Placement) -> None:
@@ -70,3 +72,5 @@ class ProfileScheduler(QueueScheduler):
             mask = ctx.machine.lowest_free(job.res)
         self.queue.remove(job)
         ctx.execute(job, mask)
+        if self.estimator is not None:
+            self.estimator.on_start(job, ctx)

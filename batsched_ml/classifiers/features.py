@@ -1,0 +1,134 @@
+"""Features of Zrigui et al. 2022, Table 4, kept incrementally.
+
+Per job at submission: requested time and processors; the submission's hour,
+day of week, day of month, month, ISO week and quarter on the trace's local
+clock; for each of the categories (user, requested time), (user, processors)
+and (user, submission day), the class of the previous 1, 2, 3 completed jobs of
+that category (1 small, 0 large, -1 none) and the share of its completed jobs
+that are small (-1 when it has none). Classes are taken against the divider in
+force at the submission; before any divider exists (first week) they are -1.
+
+Per category the table keeps a deque of the last three runtimes and a sorted
+list of all runtimes, so every feature vector costs a few bisections.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import warnings
+from collections import deque
+from pathlib import Path
+
+from sortedcontainers import SortedList
+
+FEATURE_NAMES = (
+    "requested_time", "processors",
+    "hour", "day_of_week", "day_of_month", "month", "week", "quarter",
+    "lag1_user_reqtime", "lag2_user_reqtime", "lag3_user_reqtime",
+    "lag1_user_procs", "lag2_user_procs", "lag3_user_procs",
+    "lag1_user_day", "lag2_user_day", "lag3_user_day",
+    "share_small_user_reqtime", "share_small_user_procs", "share_small_user_day",
+)
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+
+
+class CalendarClock:
+    """Simulated time -> local calendar time of the trace.
+
+    ``local = unix_start_time + subtime_offset + t + timezone`` (seconds, read as UTC),
+    where ``timezone`` is the SWF header's offset of the local clock from UTC.
+    """
+
+    def __init__(self, unix_start_time: float = 0.0, subtime_offset: float = 0.0, timezone: float = 0.0,
+                 source: str = "default"):
+        self.base = float(unix_start_time or 0) + float(subtime_offset or 0) + float(timezone or 0)
+        self.unix_start_time = unix_start_time
+        self.subtime_offset = subtime_offset
+        self.timezone = timezone
+        self.source = source
+
+    @classmethod
+    def from_swf(cls, swf: dict, source: str = "workload") -> "CalendarClock":
+        return cls(swf.get("UnixStartTime") or 0, swf.get("subtime_offset") or 0, swf.get("TimeZone") or 0,
+                   source=source)
+
+    @classmethod
+    def resolve(cls, workloads: dict | None, options: dict) -> "CalendarClock":
+        """From the SIMULATION_BEGINS workload files, else plugin options, else UTC epoch 0."""
+        if options.get("unix_start_time") is not None:
+            return cls(options["unix_start_time"], options.get("subtime_offset", 0),
+                       options.get("timezone", 0), source="options")
+        for path in (workloads or {}).values():
+            p = Path(str(path))
+            if not p.is_file():
+                continue
+            try:
+                from ..workloads import load_workload
+
+                swf = load_workload(p).get("swf")
+            except Exception as exc:  # noqa: BLE001 - any unreadable file means "no clock here"
+                warnings.warn(f"cannot read the calendar of {p}: {exc}", stacklevel=2)
+                continue
+            if isinstance(swf, dict) and swf.get("UnixStartTime") is not None:
+                return cls.from_swf(swf, source=str(p))
+        warnings.warn("no trace calendar (workload 'swf' object or -o unix_start_time=...): temporal "
+                      "features use UTC from epoch 0", stacklevel=2)
+        return cls(source="epoch")
+
+    def local(self, t: float) -> float:
+        return self.base + t
+
+    def temporal(self, t: float) -> tuple:
+        """(hour, day of week 0=Monday, day of month, month, ISO week, quarter) and the day index."""
+        local = self.base + t
+        d = _EPOCH + _dt.timedelta(seconds=local)
+        week = d.isocalendar()[1]
+        return (d.hour, d.weekday(), d.day, d.month, week, (d.month - 1) // 3 + 1), int(local // 86400)
+
+
+class _Category:
+    __slots__ = ("last", "sorted")
+
+    def __init__(self):
+        self.last = deque(maxlen=3)
+        self.sorted = SortedList()
+
+
+class FeatureTable:
+    """Incremental category histories; ``features(job, divider)`` is O(log n)."""
+
+    def __init__(self, clock: CalendarClock):
+        self.clock = clock
+        self.cats: dict = {}
+
+    def keys(self, job, day: int) -> tuple:
+        user = job.data.get("user", -1)
+        return (("p", user, job.walltime), ("q", user, job.res), ("d", user, day))
+
+    def features(self, job, divider) -> tuple[list, tuple]:
+        temporal, day = self.clock.temporal(job.subtime)
+        keys = self.keys(job, day)
+        lags, shares = [], []
+        for key in keys:
+            cat = self.cats.get(key)
+            if cat is None or divider is None:
+                lags += (-1, -1, -1)
+                shares.append(-1.0)
+                continue
+            last = list(cat.last)
+            for i in (1, 2, 3):
+                lags.append((1 if last[-i] < divider else 0) if len(last) >= i else -1)
+            n = len(cat.sorted)
+            shares.append(cat.sorted.bisect_left(divider) / n if n else -1.0)
+        x = [job.walltime, job.res, *temporal, *lags, *shares]
+        return x, keys
+
+    def add(self, keys: tuple, runtime: float) -> None:
+        """Record a completed job (``keys`` from its ``features`` call) with its actual runtime."""
+        for key in keys:
+            cat = self.cats.get(key)
+            if cat is None:
+                cat = self.cats[key] = _Category()
+            cat.last.append(runtime)
+            cat.sorted.add(runtime)

@@ -1,0 +1,200 @@
+"""Small/large job classifiers with scikit-learn conventions.
+
+Every classifier has ``fit(X, y)``, ``predict(X)`` and ``predict_proba(X)``
+(class 1 = small, 0 = large), hyper-parameters in the constructor and a
+``random_state`` seed, plus one method the scheduler calls per submission:
+
+``classify(job, x, divider) -> bool`` (True = small)
+
+which lets a model answer one job much faster than scikit-learn's per-call
+overhead allows (the random forest walks its compiled trees in plain Python,
+~0.1 ms instead of ~10 ms), and lets the clairvoyant baseline look at the job
+itself. ``feature_importances_`` is None when the model has none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class JobClassifier:
+    """Shared behaviour: a constant answer until fitted on two classes."""
+
+    name = "classifier"
+    needs_training = True  # False: the scheduler never calls fit (clairvoyant)
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+        self.constant_: int | None = 0  # unfitted: everything is large
+        self.feature_importances_ = None
+
+    # scikit-learn's get_params, enough for reports
+    def get_params(self, deep: bool = False) -> dict:
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {n: getattr(self, n) for n in names if hasattr(self, n)}
+
+    def fit(self, X, y):
+        y = np.asarray(y, dtype=np.int64)
+        classes = np.unique(y)
+        if len(classes) < 2:
+            self.constant_ = int(classes[0]) if len(classes) else 0
+            self.feature_importances_ = None
+            return self
+        self.constant_ = None
+        self._fit(np.asarray(X, dtype=np.float64), y)
+        return self
+
+    def _fit(self, X, y):
+        raise NotImplementedError
+
+    def predict_proba(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if self.constant_ is not None:
+            out = np.zeros((len(X), 2))
+            out[:, self.constant_] = 1.0
+            return out
+        return self._predict_proba(X)
+
+    def _predict_proba(self, X):
+        raise NotImplementedError
+
+    def predict(self, X) -> np.ndarray:
+        proba = self.predict_proba(X)
+        return np.argmax(proba, axis=1).astype(np.int64)
+
+    def classify(self, job, x, divider) -> bool:
+        if self.constant_ is not None:
+            return bool(self.constant_)
+        return bool(self.predict([x])[0])
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+
+class _CompiledForest:
+    """The trees of a fitted forest as plain lists, for fast one-row predictions.
+
+    Leaf values are normalised per tree exactly as ``DecisionTreeClassifier.predict_proba``
+    does, summed over trees in tree order, and compared like ``argmax`` (ties -> class 0).
+    """
+
+    def __init__(self, estimators):
+        self.trees = []
+        for est in estimators:
+            t = est.tree_
+            value = t.value[:, 0, :].astype(np.float64)
+            total = value.sum(axis=1)
+            total[total == 0] = 1.0
+            frac = value / total[:, None]
+            self.trees.append((t.children_left.tolist(), t.children_right.tolist(), t.feature.tolist(),
+                               t.threshold.tolist(), frac[:, 0].tolist(), frac[:, 1].tolist()))
+
+    def predict_one(self, x) -> int:
+        s0 = s1 = 0.0
+        for left, right, feature, threshold, p0, p1 in self.trees:
+            node = 0
+            nxt = left[0]
+            while nxt != -1:
+                node = nxt if x[feature[node]] <= threshold[node] else right[node]
+                nxt = left[node]
+            s0 += p0[node]
+            s1 += p1[node]
+        return 1 if s1 > s0 else 0
+
+
+class RandomForestJobClassifier(JobClassifier):
+    """scikit-learn's RandomForestClassifier (the paper's model).
+
+    Defaults keep the weekly retraining fast on full traces: 50 trees, depth 16,
+    leaves of at least 2 jobs, and each tree bootstrapped on at most ``max_samples``
+    jobs (the whole history beyond that is subsampled).
+    """
+
+    name = "random-forest"
+
+    def __init__(self, n_estimators=50, max_depth=16, min_samples_leaf=2, max_samples=20000,
+                 max_features="sqrt", n_jobs=1, random_state=None):
+        super().__init__(random_state)
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_samples = max_samples
+        self.max_features = max_features
+        self.n_jobs = n_jobs
+        self.model_ = None
+        self._compiled = None
+
+    def _fit(self, X, y):
+        from sklearn.ensemble import RandomForestClassifier
+
+        max_samples = self.max_samples
+        if max_samples is not None and isinstance(max_samples, int) and max_samples >= len(X):
+            max_samples = None
+        self.model_ = RandomForestClassifier(
+            n_estimators=self.n_estimators, max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf, max_samples=max_samples,
+            max_features=self.max_features, n_jobs=self.n_jobs, random_state=self.random_state)
+        self.model_.fit(X, y)
+        self._compiled = _CompiledForest(self.model_.estimators_)
+        self.feature_importances_ = self.model_.feature_importances_.tolist()
+
+    def _predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+    def classify(self, job, x, divider) -> bool:
+        if self.constant_ is not None:
+            return bool(self.constant_)
+        return self._compiled.predict_one(x) == 1
+
+
+class GradientBoostingJobClassifier(JobClassifier):
+    """scikit-learn's HistGradientBoostingClassifier (shows the classifier seam)."""
+
+    name = "gradient-boosting"
+
+    def __init__(self, max_iter=100, learning_rate=0.1, max_depth=None, max_leaf_nodes=31,
+                 random_state=None):
+        super().__init__(random_state)
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
+        self.model_ = None
+
+    def _fit(self, X, y):
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        self.model_ = HistGradientBoostingClassifier(
+            max_iter=self.max_iter, learning_rate=self.learning_rate, max_depth=self.max_depth,
+            max_leaf_nodes=self.max_leaf_nodes, early_stopping=False, random_state=self.random_state)
+        self.model_.fit(X, y)
+        self.feature_importances_ = None
+
+    def _predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+
+class ClairvoyantClassifier(JobClassifier):
+    """Knows each job's true class in advance: its actual runtime vs the current divider.
+
+    Needs delay profiles (``job.runtime``); without a divider (first week) every job is large.
+    """
+
+    name = "clairvoyant"
+    needs_training = False
+
+    def fit(self, X, y):
+        return self
+
+    def predict_proba(self, X):
+        raise TypeError("the clairvoyant classifier answers per job (classify), not from features")
+
+    def classify(self, job, x, divider) -> bool:
+        if divider is None:
+            return False
+        if job.runtime is None:
+            raise ValueError(f"clairvoyant classification needs the runtime of {job.id} (a delay profile)")
+        return job.runtime < divider

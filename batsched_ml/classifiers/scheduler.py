@@ -1,0 +1,323 @@
+"""Small/large classification around any queue scheduler (Zrigui et al. 2022, Algorithms 1 and 2).
+
+* At each submission the job gets its Table 4 features and is classified small
+  or large (``job.info['small']``); the queue order is ``(large?, policy key)``,
+  i.e. the small queue then the large one, each in policy order (Algorithm 1).
+* At every week boundary of simulated time (the first event at or after
+  ``k * period``) the divider becomes the median actual runtime of the jobs
+  completed during the previous week (or in all history) and the classifier is
+  retrained on every job completed so far. During the first week every job is large.
+* With ``kill_false_small`` (Algorithm 2), a small job still running when its
+  elapsed time reaches the divider in force at its start is killed once
+  (CALL_ME_LATER at start + divider) and requeued as ``<id>#1``, which is large.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+
+import numpy as np
+
+from ..core.job import QUEUED, RUNNING
+from ..policies.orders import Policy
+from ..protocol import events as ev
+from .features import FEATURE_NAMES, CalendarClock, FeatureTable
+
+WEEK = 604800.0
+KILLED = "COMPLETED_KILLED"
+
+
+class SmallFirst(Policy):
+    """Small jobs first, then large ones; each class in the order of ``base``."""
+
+    def __init__(self, base: Policy):
+        self.base = base
+        self.dynamic = base.dynamic
+        self.name = f"small-first-{base.name}"
+
+    def key(self, job, now):
+        return (0 if job.info.get("small") else 1, self.base.key(job, now))
+
+    def __repr__(self) -> str:
+        return f"SmallFirst({self.base!r})"
+
+
+def _scores(tp: int, fp: int, tn: int, fn: int) -> dict:
+    """TS=tp, FS=fp, TL=tn, FL=fn (Tables 5-6)."""
+    n = tp + fp + tn + fn
+    return {"TS": tp, "FS": fp, "TL": tn, "FL": fn, "n": n,
+            "accuracy": (tp + tn) / n if n else None,
+            "precision": tp / (tp + fp) if tp + fp else None,
+            "recall": tp / (tp + fn) if tp + fn else None}
+
+
+class _Week:
+    __slots__ = ("index", "start", "divider", "train_size", "train_small", "train_time", "importances",
+                 "counts", "classified", "predicted_small")
+
+    def __init__(self, index, start):
+        self.index = index
+        self.start = start
+        self.divider = None
+        self.train_size = 0
+        self.train_small = 0
+        self.train_time = 0.0
+        self.importances = None
+        self.counts = Counter()  # TS / FS / TL / FL of jobs classified this week
+        self.classified = 0
+        self.predicted_small = 0
+
+
+class ClassificationMixin:
+    """Mixed in front of a QueueScheduler subclass by :func:`build_classification_scheduler`."""
+
+    OWN_OPTIONS = ("period", "history", "divider_window", "unix_start_time", "subtime_offset", "timezone",
+                   "store_classes")
+
+    def __init__(self, *args, classifier=None, kill_false_small=False, seed=0, policy="fcfs",
+                 classifier_name=None, period=WEEK, history="all", divider_window="week",
+                 unix_start_time=None, subtime_offset=0.0, timezone=0.0, store_classes=True, **kwargs):
+        from ..plugins import resolve_policy
+
+        base = resolve_policy(policy) if isinstance(policy, str) else policy
+        super().__init__(*args, policy=SmallFirst(base), **kwargs)
+        if history not in ("all", "previous-weeks"):
+            raise ValueError(f"history must be 'all' or 'previous-weeks', not {history!r}")
+        if divider_window not in ("week", "all"):
+            raise ValueError(f"divider_window must be 'week' or 'all', not {divider_window!r}")
+        self.name = f"{self.name}+classification"
+        self.classifier = classifier
+        self.classifier_name = classifier_name or getattr(classifier, "name", type(classifier).__name__)
+        self.kill_false_small = bool(kill_false_small)
+        self.may_requeue = self.kill_false_small
+        self.seed = seed
+        self.period = float(period)
+        self.history = history
+        self.divider_window = divider_window
+        self.store_classes = store_classes
+        self._clock_options = {"unix_start_time": unix_start_time, "subtime_offset": subtime_offset,
+                               "timezone": timezone}
+        self.clock = None
+        self.table = None
+        self.divider = None
+        self._core = None
+        self._week_index = 0
+        self._weeks: list[_Week] = [_Week(0, 0.0)]
+        # training data: one row per completed logical job
+        self._X: list = []
+        self._runtimes: list = []
+        self._week_runtimes: list = []  # completions of the current week (divider of the next)
+        self._pending_history: list = []  # history="previous-weeks": completions not yet visible
+        self._records: dict = {}  # original job id -> [x, keys, predicted_small, divider, week]
+        self._killable: dict = {}  # job id -> job: small first attempts that may still be killed
+        self._kill_heap: list = []  # (kill_at, seq, job)
+        self._kills_pending: dict = {}
+        self.kills = 0
+        self.kill_races = 0  # kills answered without progress (the job had just completed)
+        self.wasted_core_seconds = 0.0
+        self.training_time = 0.0
+        self.classify_time = 0.0
+        self._classes: dict = {}  # job id -> [predicted small, true small or None]
+
+    # ------------------------------------------------------------ week logic
+    def _tick(self, now: float) -> None:
+        week = int(now // self.period)
+        if week > self._week_index:
+            self._new_week(week)
+
+    def _new_week(self, week: int) -> None:
+        self._week_index = week
+        info = _Week(week, week * self.period)
+        self._weeks.append(info)
+        if self.divider_window == "all":
+            source = self._runtimes
+        else:
+            source = self._week_runtimes
+        if source:
+            self.divider = float(np.median(source))
+        self._week_runtimes = []
+        if self._pending_history:
+            for keys, runtime in self._pending_history:
+                self.table.add(keys, runtime)
+            self._pending_history = []
+        info.divider = self.divider
+        if self.divider is None or not self.classifier.needs_training:
+            return
+        t0 = time.perf_counter()
+        X = np.asarray(self._X, dtype=np.float64)
+        y = (np.asarray(self._runtimes, dtype=np.float64) < self.divider).astype(np.int64)
+        self.classifier.fit(X, y)
+        info.train_time = time.perf_counter() - t0
+        self.training_time += info.train_time
+        info.train_size = len(y)
+        info.train_small = int(y.sum())
+        imp = getattr(self.classifier, "feature_importances_", None)
+        if imp is not None:
+            info.importances = [round(float(v), 6) for v in imp]
+
+    # ----------------------------------------------------------------- hooks
+    def on_simulation_begins(self, nb_cores, ctx) -> None:
+        super().on_simulation_begins(nb_cores, ctx)
+        self._core = ctx._core
+        workloads = getattr(self._core, "workloads", None)
+        self.clock = CalendarClock.resolve(workloads, self._clock_options)
+        self.table = FeatureTable(self.clock)
+        self._tick(ctx.now)
+
+    def on_job_submitted(self, job, ctx) -> None:
+        self._tick(ctx.now)
+        if job.attempt > 0:  # a requeued false-small job: large for good
+            job.info["small"] = False
+            super().on_job_submitted(job, ctx)
+            return
+        t0 = time.perf_counter()
+        x, keys = self.table.features(job, self.divider)
+        small = False
+        if self.divider is not None:
+            small = bool(self.classifier.classify(job, x, self.divider))
+        self.classify_time += time.perf_counter() - t0
+        job.info["small"] = small
+        week = self._weeks[-1]
+        self._records[job.id] = [x, keys, small, self.divider, week]
+        if self.divider is not None:
+            week.classified += 1
+            week.predicted_small += small
+        super().on_job_submitted(job, ctx)
+        if job.state == QUEUED and small and self.kill_false_small:
+            self._killable[job.id] = job
+
+    def on_job_completed(self, job, ctx) -> None:
+        self._tick(ctx.now)
+        super().on_job_completed(job, ctx)
+        self._killable.pop(job.id, None)
+        if job.final_state == KILLED and job.id in self._kills_pending:
+            return  # our kill: the requeued attempt will bring the real runtime
+        record = self._records.pop(job.original_id or job.id, None)
+        if record is None:
+            return
+        x, keys, small, divider, week = record
+        runtime = job.end_time - job.start_time
+        self._X.append(x)
+        self._runtimes.append(runtime)
+        self._week_runtimes.append(runtime)
+        if self.history == "all":
+            self.table.add(keys, runtime)
+        else:
+            self._pending_history.append((keys, runtime))
+        true_small = None
+        if divider is not None:
+            true_small = runtime < divider
+            week.counts[("T" if small == true_small else "F") + ("S" if small else "L")] += 1
+        if self.store_classes:
+            self._classes[job.original_id or job.id] = [int(small), None if true_small is None else int(true_small)]
+
+    def on_job_killed(self, job, progress, ctx) -> None:
+        self._tick(ctx.now)
+        super().on_job_killed(job, progress, ctx)
+        self._kills_pending.pop(job.id, None)
+        if progress is None:  # it completed before the kill: nothing to requeue
+            self.kill_races += 1
+            return
+        self.kills += 1
+        self.wasted_core_seconds += job.res * (job.end_time - job.start_time)
+        # Profiles are shared between jobs (d185 = "185 s") and Context.requeue names the copy
+        # "<base_profile>#<attempt>": make the base unique per job so two requeues never clash.
+        job.info.setdefault("base_profile", f"{job.profile}@{job.name}")
+        new_job = ctx.requeue(job)
+        new_job.info["small"] = False
+        new_job.info["requeued_from"] = job.id
+
+    def on_requested_call(self, ctx) -> None:
+        self._tick(ctx.now)
+        super().on_requested_call(ctx)
+
+    def on_notify(self, kind, ctx) -> None:
+        self._tick(ctx.now)
+        super().on_notify(kind, ctx)
+
+    def _kill_due(self, ctx) -> None:
+        heap, now = self._kill_heap, ctx.now
+        while heap and heap[0][0] <= now:
+            _, _, job = heapq.heappop(heap)
+            if job.state == RUNNING and job.id in self._killable:
+                del self._killable[job.id]
+                self._kills_pending[job.id] = job
+                ctx.kill(job)
+
+    def schedule(self, ctx) -> None:
+        self._tick(ctx.now)
+        if self.kill_false_small:
+            self._kill_due(ctx)
+        first = len(ctx.decisions)
+        super().schedule(ctx)
+        if not self.kill_false_small:
+            return
+        for d in ctx.decisions[first:]:
+            if type(d) is not ev.ExecuteJob:
+                continue
+            job = ctx.jobs[d.job_id]
+            if job.id not in self._killable:
+                continue
+            divider = self.divider
+            if divider is None or divider <= 0 or (job.has_walltime and job.walltime <= divider):
+                del self._killable[job.id]  # cannot outlive the divider meaningfully
+                continue
+            kill_at = job.start_time + divider
+            job.info["kill_at"] = kill_at
+            heapq.heappush(self._kill_heap, (kill_at, job.seq, job))
+            ctx.call_me_later(kill_at)
+
+    def registration_finished(self) -> bool:
+        if not self.kill_false_small:
+            return True
+        core = self._core
+        return bool(core is not None and core.static_submission_over and not self._killable
+                    and not self._kills_pending)
+
+    def on_simulation_ends(self, ctx) -> None:
+        super().on_simulation_ends(ctx)
+
+    # ---------------------------------------------------------------- report
+    def report(self) -> dict:
+        out = dict(super().report())
+        total = Counter()
+        weekly = []
+        for w in self._weeks:
+            total.update(w.counts)
+            row = {"week": w.index, "start": w.start, "divider": w.divider, "train_size": w.train_size,
+                   "train_small": w.train_small, "train_time": round(w.train_time, 6),
+                   "classified": w.classified, "predicted_small": w.predicted_small}
+            row.update(_scores(w.counts["TS"], w.counts["FS"], w.counts["TL"], w.counts["FL"]))
+            if w.importances is not None:
+                row["feature_importances"] = dict(zip(FEATURE_NAMES, w.importances))
+            weekly.append(row)
+        cls = {
+            "classifier": self.classifier_name,
+            "classifier_params": {k: v for k, v in self.classifier.get_params().items()
+                                  if isinstance(v, (int, float, str, type(None)))},
+            "kill_false_small": self.kill_false_small,
+            "history": self.history,
+            "divider_window": self.divider_window,
+            "period": self.period,
+            "calendar": {"source": self.clock.source if self.clock else None,
+                         "unix_start_time": self.clock.unix_start_time if self.clock else None,
+                         "subtime_offset": self.clock.subtime_offset if self.clock else None,
+                         "timezone": self.clock.timezone if self.clock else None},
+            "divider": self.divider,
+            "overall": _scores(total["TS"], total["FS"], total["TL"], total["FL"]),
+            "kills": self.kills,
+            "kill_races": self.kill_races,
+            "wasted_core_seconds": self.wasted_core_seconds,
+            "retrainings": sum(1 for w in self._weeks if w.train_size),
+            "training_time": self.training_time,
+            "classification_time": self.classify_time,
+            "feature_names": list(FEATURE_NAMES),
+            "weekly": weekly,
+        }
+        if self.store_classes:
+            # job id (as the scheduler saw it, "w0!12") -> [predicted small, true small or null]
+            cls["jobs"] = self._classes
+        out["classification"] = cls
+        return out

@@ -1,0 +1,58 @@
+"""The simple predictors: requested time, clairvoyant, and Tsafrir's AVE2."""
+
+from __future__ import annotations
+
+from .base import RuntimePredictor
+
+
+def _requested(job) -> float:
+    return job.walltime if job.walltime > 0 else float("inf")
+
+
+class RequestedTime(RuntimePredictor):
+    """The user's requested time (the walltime): plain EASY."""
+
+    name = "requested"
+
+    def predict(self, job, now: float = 0.0) -> float:
+        return _requested(job)
+
+
+class Clairvoyant(RuntimePredictor):
+    """The job's actual runtime (known from its delay profile): an upper bound of what predictions can give."""
+
+    name = "clairvoyant"
+
+    def predict(self, job, now: float = 0.0) -> float:
+        return job.runtime if job.runtime is not None else _requested(job)
+
+
+class UserAverage(RuntimePredictor):
+    """Mean runtime of the last ``window`` completed jobs of the same user (Tsafrir et al.'s AVE2).
+
+    The user is ``job.data["user"]``; with no history, the requested time.
+    Only successfully completed / walltime-reached jobs are learned.
+    """
+
+    name = "ave2"
+
+    def __init__(self, window: int = 2):
+        self.window = window
+        super().__init__()
+
+    def reset(self):
+        self.history_ = {}  # user -> last runtimes, oldest first
+        return self
+
+    def predict(self, job, now: float = 0.0) -> float:
+        last = self.history_.get(job.data.get("user"))
+        if not last:
+            return _requested(job)
+        return sum(last) / len(last)
+
+    def partial_fit(self, job, runtime: float, now: float = 0.0):
+        last = self.history_.setdefault(job.data.get("user"), [])
+        last.append(float(runtime))
+        if len(last) > self.window:
+            del last[0]
+        return self

@@ -1,0 +1,62 @@
+"""Corrections for running jobs that outlive their predicted runtime (Tsafrir et al.; Gaussier et al. 5.2).
+
+Each returns the job's new *total* estimate (from its start); the estimator
+caps it at the requested time. Jobs are never killed at their prediction.
+"""
+
+from __future__ import annotations
+
+from .base import Correction
+
+MINUTE, HOUR = 60.0, 3600.0
+# Tsafrir et al.'s incremental ladder.
+LADDER = (1 * MINUTE, 5 * MINUTE, 15 * MINUTE, 30 * MINUTE, 1 * HOUR, 2 * HOUR, 5 * HOUR, 10 * HOUR,
+          20 * HOUR, 50 * HOUR, 100 * HOUR)
+
+
+def _walltime(job) -> float:
+    return job.walltime if job.walltime > 0 else float("inf")
+
+
+class RequestedCorrection(Correction):
+    """Jump straight to the requested time."""
+
+    name = "requested"
+
+    def correct(self, job, now: float) -> float:
+        return _walltime(job)
+
+
+class IncrementalCorrection(Correction):
+    """Add 1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h, 100 h in turn (the
+    last step repeats), i.e. the k-th correction of a job adds ``steps[k]``."""
+
+    name = "incremental"
+
+    def __init__(self, steps=LADDER):
+        self.steps = tuple(steps)
+
+    def correct(self, job, now: float) -> float:
+        elapsed = now - job.start_time
+        k = job.info.get("ladder_step", 0)
+        estimate = job.estimate
+        while True:
+            estimate += self.steps[min(k, len(self.steps) - 1)]
+            k += 1
+            if estimate > elapsed:
+                break
+        job.info["ladder_step"] = k
+        return estimate
+
+
+class DoublingCorrection(Correction):
+    """Twice the elapsed running time (recursive doubling)."""
+
+    name = "doubling"
+
+    def __init__(self, factor: float = 2.0):
+        self.factor = factor
+
+    def correct(self, job, now: float) -> float:
+        elapsed = max(now - job.start_time, 1.0)
+        return max(self.factor * elapsed, job.estimate + 1.0)

@@ -1,0 +1,103 @@
+"""``batsched-ml simulate --connect``: the embedded simulator as a Batsim peer.
+
+The simulator drives an external scheduler over ZeroMQ exactly as Batsim 4.2.1
+does: a REQ socket connects to the scheduler's REP endpoint, each simulator
+message is encoded and sent, the reply is decoded as decisions (checked like
+Batsim checks them) and applied. Any Batsim-4 scheduler can therefore run on
+the embedded simulator: ``batsched-ml serve``, batsched, pybatsim.
+
+Dynamic jobs are enabled by default when connecting (like running Batsim with
+``--enable-dynamic-jobs``), so a requeueing scheduler works; such a scheduler
+must then send ``NOTIFY registration_finished`` (``batsched-ml serve`` does).
+Set ``args.dynamic_jobs = False`` for a scheduler that never sends it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import zmq
+
+from ..protocol.codec import DECISIONS, ProtocolError, decode, encode
+from ..protocol.events import Message
+from ..simulator.engine import SimulationError, SimulationResult, Simulator
+from ..workloads import load_workload, read_platform
+from .transport import ERROR_PREFIX, Channel
+
+__all__ = ["load_inputs", "remote_exchange", "run_connected", "simulate_connected"]
+
+
+def load_inputs(platform, workloads):
+    """``(nb_hosts, host_names, [(name, workload dict), ...])`` exactly as ``runner.simulate`` loads them."""
+    if isinstance(platform, int):
+        nb_hosts, names = platform, None
+    else:
+        plat = read_platform(platform)
+        nb_hosts, names = plat.nb_hosts, plat.host_names
+    if not isinstance(workloads, (list, tuple)):
+        workloads = [workloads]
+    loaded = []
+    for i, w in enumerate(workloads):
+        data = w if isinstance(w, dict) else load_workload(w)
+        if not isinstance(w, dict):
+            data = dict(data, source=str(Path(w).resolve()))
+        loaded.append((f"w{i}", data))
+    return nb_hosts, names, loaded
+
+
+def remote_exchange(channel: Channel, log=None):
+    """The ``exchange(now, events) -> (reply_now, decisions)`` of a scheduler behind ``channel``."""
+    endpoint = channel.endpoint
+
+    def exchange(now, events):
+        payload = encode(Message(now, events))
+        if log is not None:
+            log.batsim(payload)
+        channel.send(payload)
+        raw = channel.recv(f"the scheduler's reply to the message at now={now!r}")
+        if log is not None:
+            log.sched(raw)
+        if raw.startswith(ERROR_PREFIX):
+            text = raw[len(ERROR_PREFIX):].decode("utf-8", "backslashreplace")
+            raise SimulationError(f"the scheduler at {endpoint} stopped with an error: {text}")
+        try:
+            reply = decode(raw, direction=DECISIONS)
+        except ProtocolError as error:
+            raise ProtocolError(f"reply of the scheduler at {endpoint}: {error}", index=error.index,
+                                event_type=error.event_type) from None
+        return reply.now, reply.events
+
+    return exchange
+
+
+def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: float | None = None,
+                  dynamic_jobs: bool = True, profile_reuse: bool = False, log_path=None,
+                  progress=None) -> SimulationResult:
+    """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``."""
+    nb_hosts, names, loaded = load_inputs(platform, workloads)
+    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs,
+                    profile_reuse=profile_reuse, progress=progress)
+    if prefix is not None:
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    from .transport import MessageLog
+
+    log = MessageLog(log_path) if log_path else None
+    channel = Channel(zmq.REQ, endpoint, bind=False, timeout=timeout, peer_name="the scheduler")
+    try:
+        return sim.run(remote_exchange(channel, log), prefix=None if prefix is None else str(prefix))
+    finally:
+        channel.close(0)
+        if log is not None:
+            log.close()
+
+
+def simulate_connected(args) -> SimulationResult:
+    """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
+    ``timeout``; optional ``dynamic_jobs`` (default True), ``profile_reuse``, ``log``)."""
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and timeout <= 0:
+        timeout = None
+    return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
+                         dynamic_jobs=getattr(args, "dynamic_jobs", True),
+                         profile_reuse=getattr(args, "profile_reuse", False),
+                         log_path=getattr(args, "log", None))

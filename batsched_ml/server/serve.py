@@ -1,0 +1,208 @@
+"""``batsched-ml serve``: the decision server a real Batsim 4.2.1 connects to.
+
+Binds a ZeroMQ REP socket; Batsim connects its REQ socket and sends one JSON
+message at a time. Each message goes decode -> ``DecisionCore.handle`` ->
+encode and is answered exactly once, with Batsim's ``now`` echoed and the
+decisions (all timestamped ``now``) in order.
+
+Stopping:
+
+* ``SIMULATION_ENDS`` is answered with an empty event list, then the socket is
+  closed and ``serve`` returns 0;
+* a malformed or out-of-contract message, or a scheduler error (e.g. a
+  requeueing scheduler while Batsim runs without ``--enable-dynamic-jobs``), is
+  reported on stderr naming the message and the event, and answered by a
+  non-JSON line ``batsched-ml: error: ...``: the REP socket must answer
+  something, and a reply Batsim cannot parse makes it abort at once instead of
+  waiting forever for a decision that will never come. ``serve`` returns 2
+  (1 for an internal bug, with a traceback);
+* ``--timeout S``: no message for S seconds is an error naming the endpoint
+  (off by default: a real simulation may think for a long time between
+  messages). Independently, when Batsim's connection drops while the server
+  waits (Batsim crashed or was killed), the server stops with that error at
+  once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+
+import zmq
+
+from ..core.decision_core import DecisionCore
+from ..protocol.codec import ProtocolError, decode, encode
+from ..protocol.events import Message, SimulationEnds
+from .transport import DEFAULT_ENDPOINT, ERROR_PREFIX, Channel, MessageLog, TransportError
+
+__all__ = ["DecisionServer", "ServerStats", "serve", "run_server"]
+
+_FINAL_LINGER_MS = 2000  # how long a last reply may take to leave before the socket closes
+
+
+class ServerStats:
+    """Counters of one run (for the benchmark): messages and seconds spent where."""
+
+    __slots__ = ("messages", "events", "decisions", "decide_time", "codec_time", "wall_time", "exit_code")
+
+    def __init__(self):
+        self.messages = 0
+        self.events = 0
+        self.decisions = 0
+        self.decide_time = 0.0  # inside DecisionCore.handle
+        self.codec_time = 0.0  # decode + encode
+        self.wall_time = 0.0  # first message received -> last reply sent
+        self.exit_code = None
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+class DecisionServer:
+    """The transport-independent half of the server: bytes in, bytes out.
+
+    ``answer(raw)`` decodes one Batsim message, lets the core decide and
+    encodes the reply; it raises ProtocolError / SchedulingError (with the
+    message context added) for the caller to report.
+    """
+
+    def __init__(self, scheduler, *, stats: ServerStats | None = None):
+        self.core = DecisionCore(scheduler)
+        self.stats = stats or ServerStats()
+        self.last_now = None
+        self.ended = False
+
+    def answer(self, raw: bytes) -> bytes:
+        stats = self.stats
+        t0 = time.perf_counter()
+        message = decode(raw)  # ProtocolError names the event and quotes the message
+        now = message.now
+        if self.last_now is not None and now < self.last_now:
+            raise ProtocolError(f"Batsim->scheduler message: now={now!r} is earlier than the previous "
+                                f"message's now={self.last_now!r}")
+        self.last_now = now
+        events = message.events
+        t1 = time.perf_counter()
+        decisions = self.core.handle(now, events)
+        t2 = time.perf_counter()
+        if any(type(event) is SimulationEnds for event in events):
+            self.ended = True
+            decisions = []
+        elif len(decisions) > 1:
+            previous = decisions[0].timestamp
+            for decision in decisions:  # cheap check; the core timestamps everything ``now``
+                if decision.timestamp < previous:
+                    decisions = sorted(decisions, key=_timestamp)
+                    break
+                previous = decision.timestamp
+        reply = encode(Message(now, decisions))
+        t3 = time.perf_counter()
+        stats.messages += 1
+        stats.events += len(events)
+        stats.decisions += len(decisions)
+        stats.decide_time += t2 - t1
+        stats.codec_time += (t1 - t0) + (t3 - t2)
+        return reply
+
+
+def _timestamp(decision) -> float:
+    return decision.timestamp
+
+
+def _describe(raw: bytes, limit: int = 200) -> str:
+    text = bytes(raw).decode("utf-8", "backslashreplace").strip()
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+
+
+def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | None = None,
+               log_path=None, stats: ServerStats | None = None, err=None, ready=None) -> int:
+    """Serve decisions on ``endpoint`` until SIMULATION_ENDS; return the exit code.
+
+    ``ready`` (a ``threading.Event`` or anything with ``set()``) is set once the
+    socket is bound — tests and benchmarks start the peer then. ``err`` is where
+    errors are written (stderr by default).
+    """
+    err = err or sys.stderr
+    server = DecisionServer(scheduler, stats=stats)
+    stats = server.stats
+    try:
+        channel = Channel(zmq.REP, endpoint, bind=True, timeout=timeout, peer_name="Batsim")
+    except TransportError as error:
+        print(f"batsched-ml serve: error: {error}", file=err)
+        stats.exit_code = 2
+        return 2
+    log = MessageLog(log_path) if log_path else None
+    if ready is not None:
+        ready.set()
+    code = 0
+    started = None
+    raw = None
+    try:
+        while True:
+            waiting_for = "SIMULATION_BEGINS" if raw is None else "the next message"
+            try:
+                raw = channel.recv(waiting_for)
+            except TransportError as error:
+                print(f"batsched-ml serve: error: {error}", file=err)
+                code = 2
+                break
+            if started is None:
+                started = time.perf_counter()
+            if log is not None:
+                log.batsim(raw)
+            try:
+                reply = server.answer(raw)
+            except Exception as error:  # noqa: BLE001 - every failure must still be answered
+                code = _report(error, raw, endpoint, err)
+                payload = ERROR_PREFIX + _one_line(error).encode("utf-8", "backslashreplace")
+                if log is not None:
+                    log.sched(payload)
+                channel.send(payload)  # REP must answer; Batsim aborts on it instead of hanging
+                channel.close(_FINAL_LINGER_MS)
+                break
+            channel.send(reply)
+            if log is not None:
+                log.sched(reply)
+            if server.ended:
+                channel.close(_FINAL_LINGER_MS)
+                break
+    except KeyboardInterrupt:
+        print(f"batsched-ml serve: interrupted while serving {endpoint}", file=err)
+        code = 130
+    finally:
+        if started is not None:
+            stats.wall_time = time.perf_counter() - started
+        if not channel.socket.closed:
+            channel.close(0)
+        if log is not None:
+            log.close()
+    stats.exit_code = code
+    return code
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _report(error: BaseException, raw: bytes, endpoint: str, err) -> int:
+    from ..errors import USER_ERRORS
+
+    if isinstance(error, ProtocolError):
+        print(f"batsched-ml serve: error: malformed message from Batsim on {endpoint}: {error}", file=err)
+        return 2
+    if isinstance(error, USER_ERRORS):
+        print(f"batsched-ml serve: error: {error} (while answering {_describe(raw)})", file=err)
+        return 2
+    print(f"batsched-ml serve: internal error while answering {_describe(raw)}:", file=err)
+    traceback.print_exception(error, file=err)
+    return 1
+
+
+def serve(args, scheduler) -> int:
+    """Entry point of ``batsched-ml serve`` (``args.socket``, ``args.timeout``, ``args.log``)."""
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and timeout <= 0:
+        timeout = None
+    return run_server(scheduler, getattr(args, "socket", None) or DEFAULT_ENDPOINT, timeout=timeout,
+                      log_path=getattr(args, "log", None))

@@ -1,0 +1,149 @@
+"""ZeroMQ plumbing shared by the decision server (REP, bind) and the Batsim peer (REQ, connect).
+
+Kept small on purpose: sockets, a receive that gives up after a timeout or when
+the other side disconnects, and the message log. Nothing here knows the
+protocol beyond "one message, one reply".
+"""
+
+from __future__ import annotations
+
+import time
+
+import zmq
+from zmq.utils.monitor import recv_monitor_message
+
+__all__ = ["DEFAULT_ENDPOINT", "ERROR_PREFIX", "Channel", "PeerGone", "TransportError", "MessageLog"]
+
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:28000"
+
+# A reply that starts with these bytes is not JSON: the decision server sends it instead of a
+# reply when it must stop (malformed message, scheduler error). Batsim cannot parse it and
+# aborts (instead of waiting forever for a reply that will never come); our own peer
+# recognises it and reports the server's error text.
+ERROR_PREFIX = b"batsched-ml: error: "
+
+
+class TransportError(OSError):
+    """The socket could not be opened, or the peer vanished / timed out.
+
+    An ``OSError`` so that the CLI reports it as one line and exits 2.
+    """
+
+
+class PeerGone(TransportError):
+    """Nothing arrived in time, or the peer closed its connection."""
+
+
+class Channel:
+    """One ZeroMQ socket with a bounded, disconnect-aware ``recv``.
+
+    ``timeout`` (seconds, None = wait forever) bounds every wait. A monitor
+    socket also watches the connection: when the peer disconnects while we
+    wait for its message (Batsim crashed, was killed), ``recv`` fails at once
+    instead of waiting for the timeout — or forever.
+    """
+
+    def __init__(self, kind: int, endpoint: str, *, bind: bool, timeout: float | None = None,
+                 peer_name: str = "peer", watch_disconnect: bool = True):
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.peer_name = peer_name
+        self.context = zmq.Context()
+        self.socket = self.context.socket(kind)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        self.monitor = None
+        self.connected = 0  # peers currently connected (as the monitor saw them)
+        self.ever_connected = False
+        try:
+            if watch_disconnect:
+                self.monitor = self.socket.get_monitor_socket(
+                    zmq.EVENT_ACCEPTED | zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+            if bind:
+                self.socket.bind(endpoint)
+            else:
+                self.socket.connect(endpoint)
+        except zmq.ZMQError as error:
+            self.close()
+            verb = "bind" if bind else "connect to"
+            raise TransportError(f"cannot {verb} {endpoint}: {error}") from None
+        self.poller = zmq.Poller()
+        self.poller.register(self.socket, zmq.POLLIN)
+        if self.monitor is not None:
+            self.poller.register(self.monitor, zmq.POLLIN)
+
+    def _drain_monitor(self) -> bool:
+        """Read pending monitor events; True when a peer disconnected."""
+        gone = False
+        while True:
+            try:
+                event = recv_monitor_message(self.monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return gone
+            kind = event["event"]
+            if kind in (zmq.EVENT_ACCEPTED, zmq.EVENT_CONNECTED):
+                self.connected += 1
+                self.ever_connected = True
+            elif kind == zmq.EVENT_DISCONNECTED:
+                self.connected = max(0, self.connected - 1)
+                gone = True
+
+    def recv(self, waiting_for: str = "a message") -> bytes:
+        """The next message; raises PeerGone on timeout or disconnection."""
+        socket = self.socket
+        try:  # fast path: the message is already there
+            return socket.recv(zmq.NOBLOCK, copy=True)
+        except zmq.Again:
+            pass
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            if deadline is None:
+                wait_ms = None
+            else:
+                wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            ready = dict(self.poller.poll(wait_ms))
+            if socket in ready:
+                return socket.recv(copy=True)
+            if self.monitor is not None and self.monitor in ready:
+                if self._drain_monitor() and self.connected == 0:
+                    # A message sent just before the disconnection is still delivered.
+                    if socket.poll(50, zmq.POLLIN):
+                        return socket.recv(copy=True)
+                    raise PeerGone(f"{self.peer_name} disconnected from {self.endpoint} while "
+                                   f"batsched-ml was waiting for {waiting_for}")
+                continue
+            if deadline is not None and time.monotonic() >= deadline:
+                raise PeerGone(f"no message from {self.peer_name} on {self.endpoint} for "
+                               f"{self.timeout:g} s while waiting for {waiting_for} "
+                               f"(did {self.peer_name} stop?)")
+
+    def send(self, payload: bytes) -> None:
+        self.socket.send(payload, copy=len(payload) < 65536)
+
+    def close(self, linger_ms: int = 0) -> None:
+        """Close the sockets; ``linger_ms`` lets a last reply leave first."""
+        if self.monitor is not None:
+            try:
+                self.socket.disable_monitor()
+            except zmq.ZMQError:
+                pass
+            self.monitor.close(0)
+            self.monitor = None
+        if not self.socket.closed:
+            self.socket.close(linger_ms)
+        self.context.term()
+
+
+class MessageLog:
+    """Every message, one a line, in the golden transcripts' format (``BATSIM `` / ``SCHED  ``)."""
+
+    def __init__(self, path):
+        self.file = open(path, "w", encoding="utf-8")
+
+    def batsim(self, raw: bytes) -> None:
+        self.file.write("BATSIM " + raw.decode("utf-8", "backslashreplace") + "\n")
+
+    def sched(self, raw: bytes) -> None:
+        self.file.write("SCHED  " + raw.decode("utf-8", "backslashreplace") + "\n")
+
+    def close(self) -> None:
+        self.file.close()
