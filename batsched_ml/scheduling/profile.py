@@ -16,7 +16,9 @@ estimated duration; ``started_now`` tells whether that is the present.
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_right
+from itertools import count
 
 from ..protocol.coreset import lowest_bits
 
@@ -41,7 +43,9 @@ class _Profile:
         self.times = [now]
         self.free = [self._full()]
         self.placed: dict = {}  # job -> Placement
-        self.origin = now  # the present; may be past the end of the first slice (see update_first_slice)
+        self.origin = now  # the present: start of the first slice
+        self._ends: list = []  # heap of (end, tie, job, placement): finds overdue jobs cheaply
+        self._tie = count()
 
     # -- resource algebra (overridden)
     def _full(self):
@@ -69,16 +73,26 @@ class _Profile:
             i -= 1
 
     def update_first_slice(self, now: float) -> None:
-        """Move the present to ``now``.
+        """Move the present to ``now``; slices entirely in the past disappear.
 
-        As in batsched, a job that outlives its estimate keeps the first slice
-        (which then "ends in the past"): its cores are busy now, and free from
-        its estimated end on for anything planned later. ``times`` stays sorted;
-        ``origin`` is the first slice's effective start.
+        Jobs that outlived their planned end must have been re-placed first
+        (see ``overdue``), so nothing placed spans a dropped slice.
         """
         self.origin = now
-        if len(self.times) == 1 or now <= self.times[1]:
-            self.times[0] = now
+        times = self.times
+        while len(times) > 1 and times[1] <= now:
+            del times[0]
+            del self.free[0]
+        times[0] = now
+
+    def overdue(self, now: float) -> list:
+        """Placed jobs whose planned end is not after ``now``."""
+        ends, placed, late = self._ends, self.placed, []
+        while ends and ends[0][0] <= now:
+            _, _, job, placement = heapq.heappop(ends)
+            if placed.get(job) is placement:
+                late.append(job)
+        return late
 
     def __contains__(self, job) -> bool:
         return job in self.placed
@@ -103,6 +117,8 @@ class _Profile:
         self._take(i, j, used)
         p = Placement(start, end, used, i == 0)
         self.placed[job] = p
+        if end != INF:
+            heapq.heappush(self._ends, (end, next(self._tie), job, p))
         return p
 
     def place(self, job, start: float, end: float, used) -> Placement:

@@ -41,11 +41,30 @@ class ProfileScheduler(QueueScheduler):
         self.profile = PROFILES[self.reservations](nb_cores, ctx.now)
 
     def refresh_profile(self, now: float) -> None:
-        """Drop the jobs that ended and move the profile's present to ``now``."""
+        """Drop the jobs that ended, extend the ones that outlived their plan, move to ``now``.
+
+        A job that overruns its planned end (an estimate below its runtime, or
+        Batsim's microsecond latencies) keeps cores that reservations may have
+        been promised: every reservation is dropped (the pass recomputes them)
+        and the job is extended a moment past now.
+        """
         profile = self.profile
         for job in self._ended:
             profile.remove_if_present(job)
+        late = profile.overdue(now)
+        if late:
+            self._drop_reservations()
+            for job in late:
+                if job.state == RUNNING:
+                    profile.remove(job)
+                    profile.place(job, now, now + OVERRUN_GRACE, self._placed_resources(job))
         profile.update_first_slice(now)
+
+    def _drop_reservations(self) -> None:
+        profile = self.profile
+        for queued in [j for j in profile.placed if j.state != RUNNING]:
+            profile.remove(queued)
+        self._dirty = True
 
     def _placed_resources(self, job):
         return job.alloc if self.reservations == "cores" else job.res
@@ -57,8 +76,7 @@ class ProfileScheduler(QueueScheduler):
         every reservation is dropped and the next pass recomputes them.
         """
         profile = self.profile
-        for queued in [j for j in profile.placed if j.state != RUNNING]:
-            profile.remove(queued)
+        self._drop_reservations()
         profile.remove_if_present(job)
         end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
         profile.place(job, now, end, self._placed_resources(job))

@@ -14,17 +14,18 @@ Set ``args.dynamic_jobs = False`` for a scheduler that never sends it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import zmq
 
 from ..protocol.codec import DECISIONS, ProtocolError, decode, encode
-from ..protocol.events import Message
+from ..protocol.events import Message, SimulationBegins
 from ..simulator.engine import SimulationError, SimulationResult, Simulator
 from ..workloads import load_workload, read_platform
 from .transport import ERROR_PREFIX, Channel
 
-__all__ = ["load_inputs", "remote_exchange", "run_connected", "simulate_connected"]
+__all__ = ["batsim_like_begins", "load_inputs", "remote_exchange", "run_connected", "simulate_connected"]
 
 
 def load_inputs(platform, workloads):
@@ -45,11 +46,34 @@ def load_inputs(platform, workloads):
     return nb_hosts, names, loaded
 
 
+# What a real Batsim 4.2.1 puts in SIMULATION_BEGINS beyond what the embedded simulator fills in
+# (see the golden transcripts); external schedulers read some of it (pybatsim needs the storage
+# members).
+_BATSIM_CONFIG = {
+    "redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379, "redis-prefix": "default",
+    "profiles-forwarded-on-submission": False, "dynamic-jobs-enabled": False,
+    "dynamic-jobs-acknowledged": False, "profile-reuse-enabled": False, "sched-config": "",
+    "forward-unknown-events": False,
+}
+_BATSIM_BEGINS_EXTRA = {"nb_storage_resources": 0, "allow_storage_sharing": True, "storage_resources": []}
+
+
+def batsim_like_begins(event: SimulationBegins) -> SimulationBegins:
+    """SIMULATION_BEGINS with every member a real Batsim 4.2.1 sends (missing ones at their defaults)."""
+    config = {**_BATSIM_CONFIG, **event.config}
+    resources = [resource if "zone_properties" in resource else {**resource, "zone_properties": {}}
+                 for resource in event.compute_resources]
+    extra = {**_BATSIM_BEGINS_EXTRA, **event.extra}
+    return replace(event, config=config, compute_resources=resources, extra=extra)
+
+
 def remote_exchange(channel: Channel, log=None):
     """The ``exchange(now, events) -> (reply_now, decisions)`` of a scheduler behind ``channel``."""
     endpoint = channel.endpoint
 
     def exchange(now, events):
+        if events and type(events[0]) is SimulationBegins:
+            events = [batsim_like_begins(events[0]), *events[1:]]
         payload = encode(Message(now, events))
         if log is not None:
             log.batsim(payload)

@@ -1,0 +1,129 @@
+"""Zrigui et al. 2022, Section 6: cumulative bounded slowdown of EASY with and without
+small/large classification, on the paper's SWF traces.
+
+For each trace and policy (FCFS, SPF) it runs: ``base`` (EASY-policy),
+``classification`` (random forest, no kill), ``classification-idempotent``
+(random forest + kill-and-requeue of false-small jobs) and ``class-clairvoyant``
+(true class known in advance), and prints the cumulative bsld (tau = 60 s, the
+sum over jobs = the end of the Figure 6 curve), its reduction vs the base, the
+classifier's overall precision / recall, kills and the wall/training times.
+
+    python benchmarks/classification_experiment.py                 # KTH-SP2
+    python benchmarks/classification_experiment.py KTH CTC SDSC-SP2 SDSC-BLUE --json out.json
+
+The runtime-clairvoyant baseline (``--predictor clairvoyant``) lives with the predictors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from batsched_ml.analysis.metrics import compute_metrics  # noqa: E402
+from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
+from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
+
+SHARED = Path(os.environ.get("BATSCHED_ML_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+TRACES = {
+    "KTH": "KTH-SP2-1996-2.1-cln.swf.gz",
+    "CTC": "CTC-SP2-1996-3.1-cln.swf.gz",
+    "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
+    "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln.swf.gz",
+}
+# Zrigui et al. 2022: reduction of the cumulative bsld, classification-idempotent vs EASY-policy.
+PAPER = {"fcfs": {"KTH": 50, "CTC": 79, "SDSC-SP2": 66, "SDSC-BLUE": 63},
+         "spf": {"KTH": 59, "CTC": 85, "SDSC-SP2": 75, "SDSC-BLUE": 74}}
+VARIANTS = {
+    "base": {},
+    "classification": {"classifier": "random-forest"},
+    "classification-idempotent": {"classifier": "random-forest", "kill_false_small": True},
+    "class-clairvoyant": {"classifier": "clairvoyant"},
+}
+
+
+def load_trace(name: str, max_jobs: int | None = None) -> dict:
+    workload, _ = swf_to_workload(read_swf(SHARED / "traces" / TRACES[name]), max_jobs=max_jobs)
+    return workload
+
+
+def calendar_options(workload: dict) -> dict:
+    swf = workload.get("swf") or {}
+    if swf.get("UnixStartTime") is None:
+        return {}
+    return {"unix_start_time": swf["UnixStartTime"], "subtime_offset": swf.get("subtime_offset", 0.0),
+            "timezone": swf.get("TimeZone") or 0}
+
+
+def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, tag: str) -> dict:
+    opts = dict(VARIANTS[variant])
+    if "classifier" in opts:
+        opts.update(calendar_options(workload))
+    sched = build_scheduler("easy", policy=policy, seed=seed, **opts)
+    prefix = outdir / f"{tag}-{policy}-{variant}"
+    t0 = time.perf_counter()
+    result, _ = simulate(int(workload["nb_res"]), workload, sched, prefix=prefix)
+    wall = time.perf_counter() - t0
+    m = compute_metrics(result.jobs_csv, taus=(60.0,))
+    row = {"trace": tag, "policy": policy, "variant": variant, "jobs": m["jobs"],
+           "avebsld": m["avebsld_tau60"], "cumbsld": m["avebsld_tau60"] * m["jobs"],
+           "killed_attempts": m["killed_attempts"], "wasted_core_seconds": m["wasted_core_seconds"],
+           "wall": wall, "unfinished": len(result.unfinished)}
+    rep = sched.report().get("classification")
+    if rep:
+        o = rep["overall"]
+        row.update(precision=o["precision"], recall=o["recall"], accuracy=o["accuracy"],
+                   training_time=rep["training_time"], retrainings=rep["retrainings"], kills=rep["kills"])
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("traces", nargs="*", default=["KTH"], choices=list(TRACES))
+    ap.add_argument("--policy", action="append", default=None, help="fcfs, spf (default both)")
+    ap.add_argument("--variant", action="append", default=None, help=f"subset of {list(VARIANTS)}")
+    ap.add_argument("--max-jobs", type=int, default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None, help="directory for the jobs CSVs (default: a temporary one)")
+    ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    args = ap.parse_args(argv)
+    policies = args.policy or ["fcfs", "spf"]
+    variants = args.variant or list(VARIANTS)
+    outdir = Path(args.out or tempfile.mkdtemp(prefix="classification-"))
+    rows = []
+    for tag in args.traces:
+        workload = load_trace(tag, args.max_jobs)
+        for policy in policies:
+            base = None
+            for variant in variants:
+                row = run_one(workload, policy, variant, args.seed, outdir, tag)
+                if variant == "base":
+                    base = row["cumbsld"]
+                row["reduction_pct"] = None if base is None else 100 * (1 - row["cumbsld"] / base)
+                if variant == "classification-idempotent":
+                    row["paper_reduction_pct"] = PAPER[policy].get(tag)
+                rows.append(row)
+                print(json.dumps(row, default=float), flush=True)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(rows, indent=1, default=float))
+    print()
+    print(f"{'trace':<10} {'policy':<5} {'variant':<26} {'cum bsld':>12} {'red.%':>6} {'paper%':>6} "
+          f"{'prec':>5} {'rec':>5} {'kills':>6} {'wall s':>7} {'train s':>7}")
+    for r in rows:
+        def f(v, spec):
+            return format(v, spec) if v is not None else "-"
+        print(f"{r['trace']:<10} {r['policy']:<5} {r['variant']:<26} {r['cumbsld']:>12.0f} "
+              f"{f(r.get('reduction_pct'), '6.1f'):>6} {f(r.get('paper_reduction_pct'), '6.0f'):>6} "
+              f"{f(r.get('precision'), '5.2f'):>5} {f(r.get('recall'), '5.2f'):>5} "
+              f"{f(r.get('kills'), '6d'):>6} {r['wall']:>7.1f} {f(r.get('training_time'), '7.1f'):>7}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,329 @@
+"""Runtime predictors, corrections and the estimator seam (EASY++, E-Loss regression)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from batsched_ml import runner
+from batsched_ml.core.job import RUNNING, Job
+from batsched_ml.predictors import Estimator, build_estimator
+from batsched_ml.predictors.basic import Clairvoyant, RequestedTime, UserAverage
+from batsched_ml.predictors.corrections import (
+    LADDER,
+    DoublingCorrection,
+    IncrementalCorrection,
+    RequestedCorrection,
+)
+from batsched_ml.predictors.eloss import ELossRegressor, NAGRegressor, asymmetric_loss
+
+DATA = Path(__file__).parent / "data"
+_seq = iter(range(1, 10**9))
+
+
+def make_job(walltime=1000.0, runtime=None, user=1, res=1, subtime=0.0, name=None):
+    n = next(_seq)
+    name = name or str(n)
+    return Job(id=f"w0!{name}", workload="w0", name=name, subtime=subtime, walltime=walltime, res=res,
+               profile="p", data={"user": user}, submission_time=subtime, seq=n, runtime=runtime,
+               estimate=walltime)
+
+
+class FakeCtx:
+    def __init__(self, now=0.0):
+        self.now = now
+        self.calls = []
+
+    def call_me_later(self, at):
+        assert at > self.now
+        self.calls.append(at)
+
+
+class FakeScheduler:
+    def __init__(self):
+        self.reestimated = []
+
+    def reestimate_running(self, job, now):
+        self.reestimated.append((job.id, job.estimate, now))
+
+
+def complete(est, job, ctx, start, end, state="COMPLETED_SUCCESSFULLY"):
+    job.state, job.start_time = RUNNING, start
+    ctx.now = start
+    est.on_start(job, ctx)
+    ctx.now = end
+    job.end_time, job.final_state = end, state
+    est.on_completion(job, ctx)
+
+
+# ------------------------------------------------------------- predictors
+def test_requested_is_default_and_returns_walltime():
+    est = build_estimator("requested", None)
+    assert isinstance(est.predictor, RequestedTime) and est.correction is None
+    job = make_job(walltime=777.0, runtime=5.0)
+    est.attach(None, FakeCtx())
+    est.on_submission(job, FakeCtx())
+    assert job.estimate == 777.0 and job.info["prediction"] == 777.0
+
+
+def test_clairvoyant_uses_actual_runtime():
+    est = Estimator(Clairvoyant())
+    job = make_job(walltime=1000.0, runtime=123.0)
+    est.on_submission(job, FakeCtx())
+    assert job.estimate == 123.0
+
+
+def test_ave2_mean_of_last_two_runtimes_of_the_user():
+    est = Estimator(UserAverage())
+    ctx = FakeCtx()
+    est.attach(None, ctx)
+    first = make_job(walltime=5000.0, user=7)
+    est.on_submission(first, ctx)
+    assert first.estimate == 5000.0  # no history: requested time
+    for runtime in (100.0, 300.0, 500.0):
+        j = make_job(walltime=5000.0, user=7)
+        est.on_submission(j, ctx)
+        complete(est, j, ctx, start=ctx.now, end=ctx.now + runtime)
+    other = make_job(walltime=5000.0, user=8)
+    est.on_submission(other, ctx)
+    assert other.estimate == 5000.0  # another user's history is not used
+    nxt = make_job(walltime=5000.0, user=7)
+    est.on_submission(nxt, ctx)
+    assert nxt.estimate == pytest.approx(400.0)  # (300 + 500) / 2
+
+
+def test_only_successful_or_walltime_jobs_are_learned():
+    est = Estimator(UserAverage())
+    ctx = FakeCtx()
+    est.attach(None, ctx)
+    j = make_job(walltime=5000.0, user=3)
+    est.on_submission(j, ctx)
+    complete(est, j, ctx, 0.0, 10.0, state="COMPLETED_KILLED")
+    k = make_job(walltime=5000.0, user=3)
+    est.on_submission(k, ctx)
+    assert k.estimate == 5000.0
+
+
+@pytest.mark.parametrize("raw,expected", [(0.2, 1.0), (-50.0, 1.0), (5000.0, 1000.0), (42.0, 42.0)])
+def test_predictions_are_clipped_to_one_second_and_walltime(raw, expected):
+    class Fixed(RequestedTime):
+        def predict(self, job, now=0.0):
+            return raw
+
+    est = Estimator(Fixed())
+    job = make_job(walltime=1000.0)
+    est.on_submission(job, FakeCtx())
+    assert job.estimate == expected and job.info["prediction"] == expected
+
+
+def test_get_params_and_set_params():
+    m = ELossRegressor(over="linear", under="squared", gamma="constant", eta=10.0)
+    params = m.get_params()
+    assert params["over"] == "linear" and params["gamma"] == "constant" and params["eta"] == 10.0
+    m.set_params(eta=3.0)
+    assert m.eta == 3.0
+    with pytest.raises(ValueError):
+        m.set_params(nope=1)
+    assert UserAverage(window=3).get_params() == {"window": 3}
+
+
+def test_build_estimator_passes_options_and_rejects_unknown():
+    est = build_estimator("eloss", "incremental", gamma="small-area", over="linear")
+    assert est.predictor.gamma == "small-area" and est.predictor.over == "linear"
+    assert isinstance(est.correction, IncrementalCorrection)
+    with pytest.raises(LookupError):
+        build_estimator("nope", None)
+    with pytest.raises(ValueError):
+        build_estimator("eloss", None, gamma="bad")
+
+
+# ------------------------------------------------------------ corrections
+def _running(estimate, walltime=10**7):
+    job = make_job(walltime=walltime)
+    job.state, job.start_time, job.estimate = RUNNING, 0.0, estimate
+    return job
+
+
+def test_incremental_ladder_sequence_through_the_estimator():
+    est = Estimator(RequestedTime(), IncrementalCorrection())
+    sched = FakeScheduler()
+    ctx = FakeCtx(0.0)
+    est.attach(sched, ctx)
+    job = _running(10.0)
+    est.on_start(job, ctx)
+    assert ctx.calls == [10.0]
+    seen = []
+    for _ in range(len(LADDER) + 1):
+        ctx.now = job.start_time + job.estimate
+        before = job.estimate
+        assert est.on_call(ctx)
+        seen.append(job.estimate - before)
+        assert ctx.calls[-1] == job.estimate  # next call at the new predicted end
+    assert seen == list(LADDER) + [LADDER[-1]]
+    assert job.info["corrections"] == len(LADDER) + 1
+    assert [r[1] for r in sched.reestimated][:2] == [70.0, 370.0]
+
+
+def test_incremental_skips_steps_when_the_call_is_late():
+    job = _running(10.0)
+    # elapsed 400 s: +60 gives 70, +300 gives 370 <= 400, +900 gives 1270
+    assert IncrementalCorrection().correct(job, 400.0) == 1270.0
+
+
+def test_doubling_is_twice_the_elapsed_time():
+    job = _running(100.0)
+    assert DoublingCorrection().correct(job, 100.0) == 200.0
+    assert DoublingCorrection().correct(job, 150.0) == 300.0
+
+
+def test_requested_correction_jumps_to_walltime():
+    assert RequestedCorrection().correct(_running(5.0, walltime=3600.0), 5.0) == 3600.0
+
+
+@pytest.mark.parametrize("correction", [IncrementalCorrection(), DoublingCorrection(), RequestedCorrection()])
+def test_corrections_are_capped_at_requested_and_stop_there(correction):
+    est = Estimator(RequestedTime(), correction)
+    ctx = FakeCtx(0.0)
+    est.attach(FakeScheduler(), ctx)
+    job = _running(50.0, walltime=80.0)
+    est.on_start(job, ctx)
+    ctx.now = 50.0
+    assert est.on_call(ctx)
+    assert job.estimate == 80.0
+    n_calls = len(ctx.calls)
+    ctx.now = 80.0
+    assert not est.on_call(ctx)  # already at the cap: nothing changes
+    assert len(ctx.calls) == n_calls  # and no call at/after the walltime is asked
+
+
+def test_no_correction_means_no_calls_and_jobs_not_yet_due_untouched():
+    est = Estimator(RequestedTime(), None)
+    ctx = FakeCtx(0.0)
+    est.attach(FakeScheduler(), ctx)
+    job = _running(50.0)
+    est.on_start(job, ctx)
+    assert ctx.calls == [] and not est.on_call(FakeCtx(60.0))
+    est2 = Estimator(RequestedTime(), IncrementalCorrection())
+    est2.attach(FakeScheduler(), ctx)
+    job2 = _running(50.0)
+    est2.on_start(job2, ctx)
+    assert not est2.on_call(FakeCtx(49.0)) and job2.estimate == 50.0
+
+
+# ------------------------------------------------------------------ E-Loss
+def test_nag_decreases_loss_on_synthetic_linear_target():
+    rng = np.random.default_rng(0)
+    w_true = np.array([5.0, 30.0, 0.02, 1000.0])
+
+    def data(n):  # features on wildly different scales: NAG must cope without normalisation
+        X = np.column_stack([np.ones(n), rng.uniform(0, 1, n), rng.uniform(0, 1e4, n),
+                             rng.uniform(-1e-2, 1e-2, n)])
+        return X, X @ w_true
+
+    X, y = data(3000)
+    X_test, y_test = data(500)
+    model = NAGRegressor(eta=30.0, over="squared", under="squared")
+    mse = [np.mean((model.predict(X_test) - y_test) ** 2)]
+    for lo, hi in ((0, 300), (300, 1000), (1000, 3000)):
+        model.partial_fit(X[lo:hi], y[lo:hi])
+        mse.append(np.mean((model.predict(X_test) - y_test) ** 2))
+    assert mse == sorted(mse, reverse=True)  # the loss keeps decreasing
+    assert mse[-1] < 1e-3 * mse[0]
+    np.testing.assert_allclose(model.coef_, w_true, rtol=0.05)
+
+
+def test_eloss_is_asymmetric_over_prediction_costs_more():
+    actual = 1000.0
+    over = asymmetric_loss(actual + 100.0, actual)  # default E-Loss: squared over-prediction
+    under = asymmetric_loss(actual - 100.0, actual)  # linear under-prediction
+    assert over == pytest.approx(100.0 ** 2) and under == pytest.approx(100.0)
+    assert over > under
+    flipped = asymmetric_loss(actual + 100.0, actual, over="linear", under="squared")
+    assert flipped == pytest.approx(100.0)
+
+
+def test_eloss_regressor_learns_to_underpredict_rather_than_overpredict():
+    """With E-Loss the learned model sits below a noisy target; with the mirrored loss, above."""
+    rng = np.random.default_rng(1)
+
+    def run(over, under):
+        model = ELossRegressor(over=over, under=under, gamma="constant", eta=200.0, alpha=0.0, degree=1)
+        preds = []
+        for i in range(1500):
+            runtime = float(rng.choice([100.0, 1900.0]))
+            job = make_job(walltime=4000.0, user=1, subtime=60.0 * i)
+            p = model.predict(job, job.subtime)
+            if i >= 1000:
+                preds.append(p)
+            model.partial_fit(job, runtime, job.subtime + 1.0)
+        return float(np.median(preds))
+
+    eloss = run("squared", "linear")
+    mirrored = run("linear", "squared")
+    assert eloss < 1000.0 < mirrored
+
+
+def test_eloss_features_and_basis_size():
+    model = ELossRegressor()
+    job = make_job(walltime=3600.0, user=4, res=8, subtime=86400.0 / 4)
+    feats = model.features(job, job.subtime)
+    assert len(feats) == 20 and feats[0] == 3600.0 and feats[7] == 8.0
+    assert feats[16] == pytest.approx(0.0, abs=1e-12) and feats[17] == pytest.approx(1.0)  # 6 h: quarter day
+    assert model.basis(feats).shape == (model.n_basis,) == (1 + 20 + 210,)
+    p = model.predict(job, job.subtime)
+    assert p >= 0.0
+    model.partial_fit(job, 1200.0, job.subtime + 1200.0)
+    assert model.users_[4].last == [1200.0] and not model.pending_
+
+
+# ------------------------------------------------------------------ report
+def test_report_counts_under_and_over_predictions():
+    est = Estimator(UserAverage(), IncrementalCorrection())
+    ctx = FakeCtx()
+    est.attach(FakeScheduler(), ctx)
+    for runtime, walltime in ((100.0, 1000.0), (300.0, 1000.0), (100.0, 1000.0)):
+        j = make_job(walltime=walltime, user=2)
+        est.on_submission(j, ctx)
+        complete(est, j, ctx, ctx.now, ctx.now + runtime)
+    rep = est.report()
+    # predictions: 1000 (over by 900), 100 (under by 200), 200 (over by 100)
+    assert rep["nb_jobs"] == 3
+    assert rep["mae"] == pytest.approx(400.0)
+    assert rep["over_share"] == pytest.approx(2 / 3) and rep["under_share"] == pytest.approx(1 / 3)
+    assert rep["ecdf_error"]["x"] == sorted(rep["ecdf_error"]["x"]) and rep["ecdf_error"]["p"][-1] == 1.0
+    assert rep["mean_eloss"] > 0
+
+
+# -------------------------------------------------------------- end to end
+def _run(tmp_path, tag, **kw):
+    sched = runner.build_scheduler("easy", **kw)
+    result, core = runner.simulate(DATA / "platform-16.xml", DATA / "tiny.json.gz", sched,
+                                   prefix=tmp_path / tag)
+    return sched, result, core
+
+
+@pytest.mark.parametrize("predictor", ["ave2", "eloss"])
+def test_end_to_end_easy_plus_plus_and_eloss_triple(tmp_path, predictor):
+    sched, result, core = _run(tmp_path, "x", predictor=predictor, correction="incremental",
+                               backfill_order="sjbf")
+    assert not result.unfinished
+    states = {j.final_state for j in core.jobs.values()}
+    assert states <= {"COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED"}  # nobody killed at a prediction
+    assert not core.kills_pending
+    rep = sched.report()["predictions"]
+    assert rep["nb_jobs"] == len(core.jobs)
+    assert rep["nb_corrections"] > 0  # some jobs outlived their prediction and were corrected
+    for job in core.jobs.values():
+        assert 1.0 <= job.info["prediction"] <= job.walltime
+        assert job.estimate <= job.walltime
+    _, result2, _ = _run(tmp_path, "y", predictor=predictor, correction="incremental", backfill_order="sjbf")
+    assert Path(result.jobs_csv).read_text() == Path(result2.jobs_csv).read_text()
+
+
+def test_end_to_end_clairvoyant_has_no_corrections_without_correction(tmp_path):
+    sched, result, core = _run(tmp_path, "c", predictor="clairvoyant")
+    assert not result.unfinished
+    rep = sched.report()["predictions"]
+    assert rep["nb_corrections"] == 0 and rep["mae"] < 0.01
