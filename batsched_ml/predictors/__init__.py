@@ -29,6 +29,7 @@ Predictors: ``requested``, ``clairvoyant``, ``ave2``, ``eloss``; corrections:
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -54,11 +55,15 @@ class Estimator:
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
         self._records: list = []  # (prediction, actual, cores)
+        self._due: list = []
+        self._seq = 0
 
     # ------------------------------------------------------------- hooks
     def attach(self, scheduler, ctx) -> None:
         self.scheduler = scheduler
         self._running = {}
+        self._due = []  # (predicted end, seq, job) of the calls asked
+        self._seq = 0
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
         self._records = []
@@ -94,9 +99,13 @@ class Estimator:
             return False
         now = ctx.now
         changed = False
-        for job in list(self._running.values()):
-            if job.start_time + job.estimate > now:
-                continue
+        due = self._due
+        jobs = []
+        while due and due[0][0] <= now:
+            job = heapq.heappop(due)[2]
+            if job.id in self._running and job.start_time + job.estimate <= now and job not in jobs:
+                jobs.append(job)
+        for job in jobs:
             cap = job.walltime if job.has_walltime else math.inf
             if job.estimate >= cap:
                 continue
@@ -122,6 +131,8 @@ class Estimator:
         limit = job.start_time + job.walltime if job.has_walltime else math.inf
         if ctx.now < at < limit:
             ctx.call_me_later(at)
+            self._seq += 1
+            heapq.heappush(self._due, (at, self._seq, job))
 
     # ------------------------------------------------------------ report
     def report(self) -> dict:

@@ -94,6 +94,7 @@ class NAGRegressor(Params):
         self.sq_grad_ = np.zeros(d)
         self.norm_ = 0.0
         self.t_ = 0
+        self._inv_scale = np.zeros(d)
 
     def predict(self, X):
         X = np.asarray(X, dtype=float)
@@ -127,22 +128,22 @@ class NAGRegressor(Params):
         a = np.abs(x)
         grow = a > s
         if grow.any():
-            ratio = np.divide(s[grow], a[grow])
+            ratio = s[grow] / a[grow]
             w[grow] *= ratio * ratio
             s[grow] = a[grow]
-        known = s > 0
-        xs = np.divide(x, s, out=np.zeros_like(x), where=known)
+            self._inv_scale = np.divide(1.0, s, out=np.zeros_like(s), where=s > 0)
+        inv_s = self._inv_scale
+        xs = x * inv_s
         self.norm_ += float(xs @ xs)
         self.t_ += 1
         if self.norm_ <= 0:
             return
-        f = float(x @ w)
-        grad = self.loss_gradient(f, y, weight) * x
+        grad = self.loss_gradient(float(x @ w), y, weight) * x
         if self.alpha:
-            grad = grad + (2.0 * self.alpha) * w
+            grad += (2.0 * self.alpha) * w
         G += grad * grad
-        denom = s * np.sqrt(G)
-        step = np.divide(grad, denom, out=np.zeros_like(grad), where=denom > 0)
+        root = np.sqrt(G)
+        step = np.divide(grad * inv_s, root, out=np.zeros_like(grad), where=root > 0)
         w -= (self.eta * math.sqrt(self.t_ / self.norm_)) * step
 
 
@@ -260,7 +261,8 @@ class ELossRegressor(RuntimePredictor):
             u = self._user(job)
             u.n_sub += 1
             u.sum_cores += job.res
-        return abs(float(self.model_.predict(phi)))
+        coef = self.model_.coef_
+        return 0.0 if coef is None else abs(float(phi @ coef))
 
     def weight(self, job, runtime: float) -> float:
         time = runtime if self.weight_time == "runtime" else job.walltime
@@ -270,7 +272,10 @@ class ELossRegressor(RuntimePredictor):
         phi = self.pending_.pop(job.id, None)
         if phi is None:  # never predicted: build its features now
             phi = self.basis(self.features(job, job.subtime))
-        self.model_.partial_fit(phi[None, :], [runtime], [self.weight(job, runtime)])
+        model = self.model_
+        if model.coef_ is None:
+            model._init(len(phi))
+        model._step(phi, float(runtime), self.weight(job, runtime))
         u = self._user(job)
         u.last.insert(0, float(runtime))
         del u.last[3:]
