@@ -166,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drive an external scheduler over ZeroMQ (REQ) like Batsim does, e.g. tcp://127.0.0.1:28000")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="with --connect: give up when the scheduler does not answer in time")
+    p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_false",
+                   help="with --connect: like Batsim without --enable-dynamic-jobs (for schedulers that "
+                        "never send NOTIFY registration_finished, e.g. pybatsim)")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 

@@ -222,9 +222,6 @@ class ClassificationMixin:
             return
         self.kills += 1
         self.wasted_core_seconds += job.res * (job.end_time - job.start_time)
-        # Profiles are shared between jobs (d185 = "185 s") and Context.requeue names the copy
-        # "<base_profile>#<attempt>": make the base unique per job so two requeues never clash.
-        job.info.setdefault("base_profile", f"{job.profile}@{job.name}")
         new_job = ctx.requeue(job)
         new_job.info["small"] = False
         new_job.info["requeued_from"] = job.id

@@ -89,8 +89,11 @@ class Context:
         original = job.original_id or job.id
         new_id = f"{original}#{attempt}"
         base_profile = job.info.get("base_profile", job.profile)
+        known = core.profiles.setdefault(job.workload, {})
         profile_name = f"{base_profile}#{attempt}"
-        profile = core.profiles.get(job.workload, {}).get(job.profile)
+        if profile_name in known:  # another job with this profile was requeued already
+            profile_name = f"{base_profile}#{original.partition('!')[2]}#{attempt}"
+        profile = known.get(job.profile)
         if profile is None:
             raise SchedulingError(f"profile {job.profile!r} of {job.id} is unknown: cannot requeue")
         core.profiles.setdefault(job.workload, {})[profile_name] = profile

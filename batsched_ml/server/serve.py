@@ -142,7 +142,7 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
         while True:
             waiting_for = "SIMULATION_BEGINS" if raw is None else "the next message"
             try:
-                raw = channel.recv(waiting_for)
+                raw = channel.recv(waiting_for, fail_on_disconnect=raw is not None)
             except TransportError as error:
                 print(f"batsched-ml serve: error: {error}", file=err)
                 code = 2

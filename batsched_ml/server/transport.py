@@ -87,8 +87,12 @@ class Channel:
                 self.connected = max(0, self.connected - 1)
                 gone = True
 
-    def recv(self, waiting_for: str = "a message") -> bytes:
-        """The next message; raises PeerGone on timeout or disconnection."""
+    def recv(self, waiting_for: str = "a message", *, fail_on_disconnect: bool = True) -> bytes:
+        """The next message; raises PeerGone on timeout or (if ``fail_on_disconnect``) disconnection.
+
+        A server passes ``fail_on_disconnect=False`` before its first message: a port probe
+        that connects and leaves is not Batsim going away.
+        """
         socket = self.socket
         try:  # fast path: the message is already there
             return socket.recv(zmq.NOBLOCK, copy=True)
@@ -104,7 +108,7 @@ class Channel:
             if socket in ready:
                 return socket.recv(copy=True)
             if self.monitor is not None and self.monitor in ready:
-                if self._drain_monitor() and self.connected == 0:
+                if self._drain_monitor() and self.connected == 0 and fail_on_disconnect:
                     # A message sent just before the disconnection is still delivered.
                     if socket.poll(50, zmq.POLLIN):
                         return socket.recv(copy=True)

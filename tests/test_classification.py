@@ -1,0 +1,241 @@
+"""Small/large classification and kill-and-requeue of false-small jobs (Zrigui et al. 2022)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from batsched_ml.analysis.metrics import merge_attempts, read_jobs_csv
+from batsched_ml.classifiers import (
+    CalendarClock,
+    JobClassifier,
+    RandomForestJobClassifier,
+    SmallFirst,
+    build_classification_scheduler,
+)
+from batsched_ml.core.decision_core import DecisionCore
+from batsched_ml.protocol import events as ev
+from batsched_ml.runner import build_scheduler, simulate
+from batsched_ml.scheduling.easy import EasyBackfilling
+from batsched_ml.simulator import engine
+
+SHARED = Path(os.environ.get("BATSCHED_ML_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+KTH5K = SHARED / "golden" / "KTH-5k.json.gz"
+needs_kth = pytest.mark.skipif(not KTH5K.exists(), reason="golden KTH-5k workload absent")
+
+
+class AlwaysSmall(JobClassifier):
+    """Every job is small once a divider exists: every long job is a false small."""
+
+    name = "always-small"
+    needs_training = False
+
+    def fit(self, X, y):
+        return self
+
+    def classify(self, job, x, divider):
+        return divider is not None
+
+
+def workload(jobs):
+    """jobs: (id, subtime, delay[, res]) -> a Batsim workload dict (walltime 1000)."""
+    out = {"nb_res": 4, "jobs": [], "profiles": {}}
+    for j in jobs:
+        jid, sub, delay = j[:3]
+        res = j[3] if len(j) > 3 else 1
+        out["jobs"].append({"id": jid, "subtime": sub, "walltime": 1000, "res": res,
+                            "profile": f"d{delay}", "user": 7})
+        out["profiles"][f"d{delay}"] = {"type": "delay", "delay": delay}
+    return out
+
+
+# Week 0 (period 100 s): runtimes 10, 20, 30 -> divider 20 from t = 100 on.
+# Week 1 at 150: job 4 (50 s) is a false small, killed at 170 and requeued once;
+# job 5 (5 s) a true small; job 6 (20 s) completes exactly when its kill call fires.
+RACE = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 50), (5, 150, 5), (6, 150, 20)])
+
+
+def sched(classifier=None, kill=True, **options):
+    return build_classification_scheduler(EasyBackfilling, classifier=classifier or AlwaysSmall(),
+                                          kill_false_small=kill, period=100, unix_start_time=0,
+                                          **options)
+
+
+def run_exact(wl, scheduler, prefix):
+    """The embedded simulator without Batsim's messaging latency (exact instants), recording decisions."""
+    core = DecisionCore(scheduler)
+    sent = []
+
+    def exchange(now, events):
+        decisions = core.handle(now, events)
+        sent.extend(decisions)
+        return now, decisions
+
+    sim = engine.Simulator(wl["nb_res"], [("w0", wl)], dynamic_jobs=scheduler.may_requeue,
+                           latency=engine.NO_LATENCY)
+    result = sim.run(exchange, prefix=str(prefix))
+    return result, core, sent
+
+
+def rows(jobs_csv):
+    t = read_jobs_csv(jobs_csv)
+    return dict(zip(t.job_id.tolist(), t.final_state.tolist()))
+
+
+def assert_nothing_lost(wl, jobs_csv):
+    states = rows(jobs_csv)
+    originals = {str(j["id"]) for j in wl["jobs"]}
+    assert {i.partition("#")[0] for i in states} == originals
+    for jid, state in states.items():
+        base, _, attempt = jid.partition("#")
+        assert attempt in ("", "1"), f"{jid}: requeued more than once"
+        if attempt:
+            assert states[base] == ev.COMPLETED_KILLED  # only killed jobs are requeued
+            assert state != ev.COMPLETED_KILLED  # a requeued job is never killed
+    # each logical job ends exactly once with a final, non-killed attempt
+    records = merge_attempts(read_jobs_csv(jobs_csv))
+    assert len(records) == len(originals)
+    assert not (records.final_state == ev.COMPLETED_KILLED).any()
+    return states
+
+
+def test_kill_once_and_race(tmp_path):
+    s = sched()
+    result, core, sent = run_exact(RACE, s, tmp_path / "race")
+    states = assert_nothing_lost(RACE, result.jobs_csv)
+    assert states["4"] == ev.COMPLETED_KILLED and states["4#1"] == ev.COMPLETED_SUCCESSFULLY
+    # job 6 ends at the very instant of its kill call: completed, not requeued
+    assert states["6"] == ev.COMPLETED_SUCCESSFULLY and "6#1" not in states
+    assert states["5"] == ev.COMPLETED_SUCCESSFULLY and "5#1" not in states
+    assert core.jobs["w0!4#1"].info["small"] is False
+    kills = [d for d in sent if isinstance(d, ev.KillJob)]
+    assert [d.job_ids for d in kills] == [["w0!4"]]
+    notes = [d for d in sent if isinstance(d, ev.Notify) and d.kind == ev.REGISTRATION_FINISHED]
+    assert len(notes) == 1
+    # sent once nothing can be requeued any more: after the requeue of job 4
+    reg = [i for i, d in enumerate(sent) if isinstance(d, ev.RegisterJob)]
+    assert reg and sent.index(notes[0]) > reg[-1]
+    rep = s.report()["classification"]
+    assert rep["kills"] == 1 and rep["weekly"][1]["divider"] == 20
+    assert rep["wasted_core_seconds"] == pytest.approx(20.0)
+    # true classes against the divider in force at classification: 4 and 6 are false small
+    assert rep["jobs"]["w0!4"] == [1, 0] and rep["jobs"]["w0!6"] == [1, 0] and rep["jobs"]["w0!5"] == [1, 1]
+    assert rep["overall"]["TS"] == 1 and rep["overall"]["FS"] == 2
+
+
+def test_with_batsim_latency_nothing_lost(tmp_path):
+    s = sched()
+    result, core = simulate(4, RACE, s, prefix=tmp_path / "lat")
+    states = assert_nothing_lost(RACE, result.jobs_csv)
+    assert "4#1" in states and not result.unfinished
+    assert core.registration_done
+
+
+def test_kill_answered_without_progress_is_not_requeued():
+    """Real Batsim: the job completes while the kill travels; JOB_KILLED lists it without progress."""
+    s = sched()
+    core = DecisionCore(s)
+    profiles = {"w0": {"d10": {"type": "delay", "delay": 10}, "d50": {"type": "delay", "delay": 50}}}
+    core.handle(0.0, [ev.SimulationBegins(0.0, 4, 4, config={"dynamic-jobs-enabled": True}, profiles=profiles)])
+
+    def job(i, t, prof):
+        return ev.JobSubmitted(t, f"w0!{i}", {"id": f"w0!{i}", "subtime": t, "walltime": 1000, "res": 1,
+                                               "profile": prof})
+
+    core.handle(0.0, [job(1, 0.0, "d10")])
+    core.handle(10.0, [ev.JobCompleted(10.0, "w0!1", ev.COMPLETED_SUCCESSFULLY, 0, "0")])
+    out = core.handle(150.0, [job(2, 150.0, "d50"), ev.Notify(150.0, ev.NO_MORE_STATIC_JOB_TO_SUBMIT)])
+    assert s.divider == 10 and core.jobs["w0!2"].info["small"]
+    assert any(isinstance(d, ev.CallMeLater) and d.at == 160.0 for d in out)
+    assert not any(isinstance(d, ev.Notify) for d in out)  # job 2 may still be requeued
+    out = core.handle(160.0, [ev.RequestedCall(160.0)])
+    assert [d.job_ids for d in out if isinstance(d, ev.KillJob)] == [["w0!2"]]
+    assert not any(isinstance(d, ev.Notify) for d in out)  # a kill is pending
+    out = core.handle(160.001, [ev.JobCompleted(160.001, "w0!2", ev.COMPLETED_SUCCESSFULLY, 0, "0"),
+                                ev.JobKilled(160.001, ["w0!2"], {})])
+    assert not any(isinstance(d, (ev.RegisterJob, ev.RegisterProfile)) for d in out)
+    assert [d.kind for d in out if isinstance(d, ev.Notify)] == [ev.REGISTRATION_FINISHED]
+    assert s.kills == 0 and s.kill_races == 1
+    assert core.handle(170.0, [ev.RequestedCall(170.0)]) == []  # never notified twice
+
+
+def test_no_kill_option_keeps_dynamic_jobs_off(tmp_path):
+    s = sched(kill=False)
+    assert not s.may_requeue
+    result, core, sent = run_exact(RACE, s, tmp_path / "nokill")
+    states = rows(result.jobs_csv)
+    assert set(states) == {str(j["id"]) for j in RACE["jobs"]}
+    assert not any(isinstance(d, (ev.KillJob, ev.Notify)) for d in sent)
+    # small jobs first: at 150 job 4 and 6 and 5 are all small; FCFS within the class
+    assert states["4"] == ev.COMPLETED_SUCCESSFULLY
+
+
+def test_small_first_order():
+    from batsched_ml.core.job import Job
+    from batsched_ml.policies.orders import FCFS
+
+    def mk(i, t, small):
+        j = Job(id=f"w0!{i}", workload="w0", name=str(i), subtime=t, walltime=10, res=1, profile="p",
+                data={}, submission_time=t, seq=i)
+        j.info["small"] = small
+        return j
+
+    p = SmallFirst(FCFS())
+    jobs = [mk(1, 0, False), mk(2, 1, True), mk(3, 2, False), mk(4, 3, True)]
+    assert [j.seq for j in sorted(jobs, key=lambda j: p.key(j, 5))] == [2, 4, 1, 3]
+
+
+def test_compiled_forest_matches_sklearn():
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(1500, 20)), 1)
+    y = (X[:, 0] + 0.7 * rng.normal(size=1500) > 0).astype(int)
+    c = RandomForestJobClassifier(n_estimators=15, random_state=1).fit(X, y)
+    T = np.round(rng.normal(size=(500, 20)), 1)
+    fast = np.array([c.classify(None, list(t), 1.0) for t in T], dtype=int)
+    assert (fast == c.predict(T)).all()
+    assert 0.3 < fast.mean() < 0.7
+
+
+def test_calendar_clock():
+    # KTH-SP2: UnixStartTime 843527095 = 1996-09-24 01:04:55 UTC; Stockholm is UTC+2 in September
+    clock = CalendarClock(843527095, 0, 7200)
+    (hour, dow, dom, month, week, quarter), day = clock.temporal(0.0)
+    assert (hour, dow, dom, month, quarter) == (3, 1, 24, 9, 3) and week == 39
+    assert CalendarClock.from_swf({"UnixStartTime": 10, "subtime_offset": 5, "TimeZone": 0}).local(1) == 16
+
+
+@needs_kth
+def test_first_week_all_large_then_classified():
+    s = build_scheduler("easy", classifier="clairvoyant", store_classes=True)
+    result, core = simulate(100, str(KTH5K), s)
+    first = [j for j in core.jobs.values() if j.submission_time < 604800]
+    later = [j for j in core.jobs.values() if j.submission_time >= 604800]
+    assert first and not any(j.info["small"] for j in first)
+    assert any(j.info["small"] for j in later) and not all(j.info["small"] for j in later)
+    rep = s.report()["classification"]
+    assert rep["overall"]["precision"] == 1.0 and rep["overall"]["recall"] == 1.0
+    assert rep["weekly"][0]["predicted_small"] == 0 and rep["weekly"][1]["divider"] is not None
+
+
+@needs_kth
+def test_random_forest_idempotent_deterministic(tmp_path):
+    from batsched_ml.workloads import load_workload
+
+    wl = load_workload(KTH5K)
+    wl = dict(wl, jobs=wl["jobs"][:1200])
+    outs = []
+    for k in range(2):
+        s = build_scheduler("easy", classifier="random-forest", kill_false_small=True, seed=3,
+                            period=86400, n_estimators=10)
+        result, core = simulate(100, wl, s, prefix=tmp_path / f"run{k}")
+        assert core.registration_done and not result.unfinished
+        outs.append(Path(result.jobs_csv).read_bytes())
+        rep = s.report()["classification"]
+    assert outs[0] == outs[1]
+    assert rep["kills"] > 0 and rep["retrainings"] > 3
+    assert rep["overall"]["precision"] > 0.6
+    states = assert_nothing_lost(wl, result.jobs_csv)
+    assert sum(1 for i in states if "#" in i) == rep["kills"]
