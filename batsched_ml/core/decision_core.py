@@ -24,6 +24,7 @@ class DecisionCore:
         self.kills_pending: set = set()
         self.calls_pending: set = set()
         self.profiles: dict = {}
+        self.workloads: dict = {}  # name -> workload file path, from SIMULATION_BEGINS
         self.rejected: list = []
         self.dynamic_jobs_enabled = False
         self.registration_done = False
@@ -105,6 +106,7 @@ class DecisionCore:
 
     def _begin(self, event: ev.SimulationBegins, ctx: Context) -> None:
         self.machine = Machine(event.nb_compute_resources)
+        self.workloads = dict(event.workloads)
         self.profiles = {w: dict(p) for w, p in event.profiles.items()}
         self.dynamic_jobs_enabled = event.dynamic_jobs_enabled
         if self.scheduler.may_requeue and not self.dynamic_jobs_enabled:
