@@ -50,12 +50,10 @@ def in_process(core: DecisionCore):
     return exchange
 
 
-def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
-             progress=None) -> tuple[SimulationResult, DecisionCore]:
-    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
-
-    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them).
-    """
+def load_inputs(platform, workloads):
+    """``(nb_hosts, host_names, [(name, workload dict), ...])`` from a platform file (or a host
+    count) and workload files (or dicts); workloads are named ``w0``, ``w1``... as Batsim does,
+    and remember their file path (Batsim passes it in SIMULATION_BEGINS)."""
     if isinstance(platform, int):
         nb_hosts, names = platform, None
     else:
@@ -69,6 +67,16 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
         if not isinstance(w, dict):
             data = dict(data, source=str(Path(w).resolve()))
         loaded.append((f"w{i}", data))
+    return nb_hosts, names, loaded
+
+
+def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
+             progress=None) -> tuple[SimulationResult, DecisionCore]:
+    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
+
+    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them).
+    """
+    nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
     core = DecisionCore(scheduler)

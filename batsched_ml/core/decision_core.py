@@ -82,7 +82,6 @@ class DecisionCore:
                     progress = event.job_progress.get(job_id)
                     sched.on_job_killed(job, None if progress is None else progress.get("progress"), ctx)
             elif kind is ev.RequestedCall:
-                self.calls_pending.discard(event.timestamp)
                 # Batsim may deliver a call a little after the asked time.
                 self.calls_pending = {t for t in self.calls_pending if t > event.timestamp}
                 sched.on_requested_call(ctx)

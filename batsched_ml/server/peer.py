@@ -22,28 +22,10 @@ import zmq
 from ..protocol.codec import DECISIONS, ProtocolError, decode, encode
 from ..protocol.events import Message, SimulationBegins
 from ..simulator.engine import SimulationError, SimulationResult, Simulator
-from ..workloads import load_workload, read_platform
+from ..runner import load_inputs
 from .transport import ERROR_PREFIX, Channel
 
 __all__ = ["batsim_like_begins", "load_inputs", "remote_exchange", "run_connected", "simulate_connected"]
-
-
-def load_inputs(platform, workloads):
-    """``(nb_hosts, host_names, [(name, workload dict), ...])`` exactly as ``runner.simulate`` loads them."""
-    if isinstance(platform, int):
-        nb_hosts, names = platform, None
-    else:
-        plat = read_platform(platform)
-        nb_hosts, names = plat.nb_hosts, plat.host_names
-    if not isinstance(workloads, (list, tuple)):
-        workloads = [workloads]
-    loaded = []
-    for i, w in enumerate(workloads):
-        data = w if isinstance(w, dict) else load_workload(w)
-        if not isinstance(w, dict):
-            data = dict(data, source=str(Path(w).resolve()))
-        loaded.append((f"w{i}", data))
-    return nb_hosts, names, loaded
 
 
 # What a real Batsim 4.2.1 puts in SIMULATION_BEGINS beyond what the embedded simulator fills in

@@ -203,8 +203,6 @@ class Simulator:
                         batch.append(ev.RequestedCall(payload))
             if not batch:
                 continue
-            if len(batch) > 1:
-                batch.sort(key=_event_time)  # stable: keeps kind order for equal times
             available_at = self._exchange(now, batch)
             if self.progress is not None:
                 done_since_report += 1
@@ -379,6 +377,3 @@ class Simulator:
                                 "progress": elapsed / delay if delay > 0 else 1.0}
         batch.append(ev.JobKilled(now, job_ids, progress))
 
-
-def _event_time(event) -> float:
-    return event.timestamp
