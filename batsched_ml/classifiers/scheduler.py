@@ -198,7 +198,9 @@ class ClassificationMixin:
         if record is None:
             return
         x, keys, small, divider, week = record
-        runtime = job.end_time - job.start_time
+        # The actual runtime (the profile's, as in the trace) rather than the observed one, which
+        # carries Batsim's message latencies and would blur the divider and the true class.
+        runtime = job.runtime if job.runtime is not None else job.end_time - job.start_time
         self._X.append(x)
         self._runtimes.append(runtime)
         self._week_runtimes.append(runtime)

@@ -1,20 +1,34 @@
 """An event-driven simulator that behaves like Batsim 4.2.1 towards its scheduler.
 
-A heap of timed events, one message per distinct event time: everything that
-happens at the same instant reaches the scheduler in one message, which is
-answered once. Batsim's rules, as our protocol reference states them:
+Batsim is a SimGrid program whose actors talk to one *server* actor through a
+mailbox, and the timing of everything the scheduler sees comes from that:
 
-* a job is submitted at its ``subtime``; ``NOTIFY no_more_static_job_to_submit``
-  follows the last static submission;
-* a delay job ends after its delay, or is killed by the walltime
-  (``COMPLETED_WALLTIME_REACHED``, also when delay == walltime);
-* ``KILL_JOB`` is answered in a later message by ``JOB_COMPLETED``
-  (``COMPLETED_KILLED``) then ``JOB_KILLED`` with the progress; a job that had
-  already finished is listed in ``JOB_KILLED`` without progress;
-* ``CALL_ME_LATER`` must be strictly in the future and yields ``REQUESTED_CALL``;
-* dynamic jobs (``REGISTER_PROFILE`` / ``REGISTER_JOB``) need dynamic jobs
-  enabled, and then the simulation lasts until ``NOTIFY registration_finished``;
-* ``SIMULATION_ENDS`` is sent once nothing is left to happen.
+* every internal message (a submission, a job's end, each decision of a reply,
+  the "scheduler ready" that closes a reply, a kill or call-me-later
+  acknowledgement) is a SimGrid communication that takes the route's latency:
+  ``loopback`` between actors on the master host, ``node_to_master`` from the
+  compute host where a job ran;
+* the server receives one message at a time, in the order they were posted, and
+  a message waits in the mailbox while another is in transit;
+* the server sends the events it gathered to the scheduler only when the
+  scheduler is ready (its previous reply fully applied) and the mailbox is
+  empty, so events that reach Batsim together share one message;
+* the job submitter sleeps from one submission date to the next *after* its
+  previous send, so submissions drift by a few latencies.
+
+This module replays that model (``Latency`` holds the two latencies; the
+defaults are those of a cluster platform with 50 us links and a 500 us
+backbone, like the golden runs) with the same rules of the protocol:
+``JOB_COMPLETED`` at the end of a delay job or at its walltime
+(``COMPLETED_WALLTIME_REACHED``, also when delay == walltime); ``KILL_JOB``
+answered by ``JOB_COMPLETED(COMPLETED_KILLED)`` then ``JOB_KILLED`` (a job that
+had already ended is listed without progress); ``CALL_ME_LATER`` strictly in
+the future, answered by ``REQUESTED_CALL``; dynamic jobs (``REGISTER_PROFILE``
+/ ``REGISTER_JOB``) when enabled, the simulation then lasting until
+``NOTIFY registration_finished``; ``NOTIFY no_more_static_job_to_submit`` after
+the last static submission; ``SIMULATION_ENDS`` once nothing is left.
+``NO_LATENCY`` gives the idealised model: whatever happens at one instant
+reaches the scheduler in one message.
 
 The scheduler is any callable ``(now, events) -> (reply_now, decisions)``:
 the in-process decision core or a remote one behind ZeroMQ.
@@ -24,6 +38,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..protocol import events as ev
@@ -33,10 +48,6 @@ from .outputs import JobsTracer
 
 class SimulationError(RuntimeError):
     """The scheduler broke a rule Batsim enforces (Batsim would abort)."""
-
-
-# Order of simultaneous events inside one message.
-_COMPLETION, _KILL, _CALL = 0, 1, 2
 
 
 @dataclass(slots=True, eq=False)
@@ -52,34 +63,52 @@ class SimJob:
     state: str = "NOT_SUBMITTED"
     subtime_actual: float = 0.0
     start: float = -1.0
+    start_ns: int = -1
+    subtime_ns: int = 0
     runtime: float = 0.0
     alloc: int = 0
     final_state: str = ""
     metadata: str = ""
-    killing: bool = False
 
 
 @dataclass(frozen=True)
 class Latency:
-    """Simulated delays of Batsim's own messaging, which decide how it groups events.
+    """Durations of Batsim's internal messages (seconds of simulated time).
 
-    Real Batsim (SimGrid) delivers a submission a little after its ``subtime``,
-    starts the k-th job of a reply ``k * execute`` after the reply, and tells a
-    job's end ``completion`` after it. Events then rarely coincide, so two
-    completions or a completion and a submission at the same nominal second reach
-    the scheduler in separate messages, in an order set by these delays. The
-    defaults were read off the golden runs on a cluster platform
-    (50 us links, 500 us backbone). ``NO_LATENCY`` gives the idealised model:
-    everything at the same instant in one message.
+    A message takes its route's latency plus the time to move its one byte. The
+    defaults are the golden platforms' (``platforms/``): 50 us host links and a
+    500 us backbone, 125 MBps. Checked against the real transcripts and outputs
+    (``tests/test_simulator.py``).
     """
 
-    submission: float = 0.0002
-    execute: float = 0.0001
-    completion: float = 0.0006
+    loopback: float = 0.0001  # between two actors of the master host (its link, up and down)
+    node_to_master: float = 0.0006  # from a compute host, where a job's actor runs, to the server
+    loopback_transfer: float = 8e-9  # one byte at 125 MBps
+    node_transfer: float = 8e-9
 
 
 BATSIM_LATENCY = Latency()
-NO_LATENCY = Latency(0.0, 0.0, 0.0)
+NO_LATENCY = Latency(0.0, 0.0, 0.0, 0.0)
+
+
+def _stamp(t: int) -> float:
+    """A date as Batsim writes it in its messages: ``%f``, to the microsecond. A scheduler
+    echoing it as its ``now`` may be a fraction of a microsecond ahead, and Batsim waits."""
+    return round(t / 1e9, 6)
+
+
+def _ns_of(stamp: float) -> int:
+    """A scheduler's date in nanoseconds; exact for the microsecond dates Batsim sends."""
+    ns = round(stamp * 1e9)
+    us = round(stamp * 1e6)
+    return us * 1000 if abs(ns - us * 1000) < 50 else ns
+
+
+def _ns(seconds: float) -> int:
+    """Simulated dates are kept in integer nanoseconds: a date reached along two paths
+    (a job's end, another's notice) coincides exactly when it does in decimal, and a 8 ns
+    transfer time still separates two events, as in SimGrid."""
+    return round(seconds * 1e9)
 
 
 @dataclass
@@ -95,6 +124,73 @@ class SimulationResult:
     messages: int = 0
 
 
+# Internal message kinds (what the server receives).
+_HELLO, _SUBMITTED, _BYE, _COMPLETED, _DECISION, _READY, _WAITING_DONE, _KILLING_DONE = range(8)
+
+
+class _Submitter:
+    """Batsim's static job submitter: it sends every job whose subtime has come in one
+    message, then sleeps for (next subtime - the date it last woke up) *after* that send,
+    so each submission lands a few latencies after its subtime."""
+
+    __slots__ = ("sim", "jobs", "next")
+
+    def __init__(self, sim, jobs):
+        self.sim, self.jobs, self.next = sim, jobs, 0
+
+    def start(self, t):
+        self.sim._post(t, self.sim._loopback, _HELLO, None, lambda t2: self._advance(t2, False))
+
+    def _advance(self, t, woken):
+        sim, jobs = self.sim, self.jobs
+        i, n = self.next, len(jobs)
+        batch = []
+        if woken:  # the job it slept for is due, whatever the rounding
+            batch.append(jobs[i])
+            i += 1
+        while i < n and jobs[i].subtime_ns <= t:
+            batch.append(jobs[i])
+            i += 1
+        self.next = i
+        if i == n:
+            def after(t2):
+                sim._post(t2, sim._loopback, _BYE, None, None)
+        else:
+            delay = jobs[i].subtime_ns - t
+
+            def after(t2):
+                sim._wake(t2 + delay, lambda t3: self._advance(t3, True))
+        if batch:
+            sim._post(t, sim._loopback, _SUBMITTED, batch, after)
+        else:
+            after(t)
+
+
+class _Reply:
+    """Batsim's request-reply actor: forwards the decisions of one reply to the server one by
+    one (each send waits for the previous one), then says the scheduler is ready."""
+
+    __slots__ = ("sim", "decisions", "next", "now")
+
+    def __init__(self, sim, decisions, now):
+        self.sim, self.decisions, self.next, self.now = sim, decisions, 0, now
+
+    def step(self, t):
+        sim = self.sim
+        if self.next < len(self.decisions):
+            d = self.decisions[self.next]
+            self.next += 1
+            at = _ns_of(d.timestamp)
+            if at > t:
+                sim._wake(at, lambda t2: sim._post(t2, sim._loopback, _DECISION, d, self.step))
+            else:
+                sim._post(t, sim._loopback, _DECISION, d, self.step)
+        elif _ns_of(self.now) > t:
+            sim._wake(_ns_of(self.now), lambda t2: sim._post(t2, sim._loopback, _READY, None, None))
+        else:
+            sim._post(t, sim._loopback, _READY, None, None)
+
+
 class Simulator:
     def __init__(self, nb_hosts: int, workloads, *, host_names=None, dynamic_jobs: bool = False,
                  profile_reuse: bool = False, progress=None, latency: Latency = BATSIM_LATENCY):
@@ -108,13 +204,12 @@ class Simulator:
         self.workloads = list(workloads)
         self.profiles = {name: dict(w.get("profiles", {})) for name, w in self.workloads}
         self.jobs: dict[str, SimJob] = {}
-        self.static: list[SimJob] = []
+        self.static: dict[str, list[SimJob]] = {}
         for name, workload in self.workloads:
-            for data in workload["jobs"]:
-                job = self._make_job(name, data)
-                self.static.append(job)
-        # Stable: equal subtimes keep workload order.
-        self.static.sort(key=lambda j: j.subtime)
+            jobs = [self._make_job(name, data) for data in workload["jobs"]]
+            jobs.sort(key=lambda j: j.subtime)  # stable: equal subtimes keep the workload's order
+            self.static[name] = jobs
+        self.nb_static = sum(len(j) for j in self.static.values())
 
     def _make_job(self, workload: str, data: dict) -> SimJob:
         job_id = f"{workload}!{data['id']}"
@@ -129,24 +224,52 @@ class Simulator:
         wire["id"] = job_id
         job = SimJob(job_id, workload, profile_name, profile, float(data.get("subtime", 0.0)),
                      -1.0 if walltime is None else float(walltime), int(data["res"]), wire)
+        job.subtime_ns = _ns(job.subtime)
         self.jobs[job_id] = job
         return job
 
-    # ------------------------------------------------------------------ run
+    # ------------------------------------------------------------- actors
+    def _wake(self, t: float, action) -> None:
+        """An actor sleeping until ``t`` (SimGrid runs sleepers before message receivers)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, action))
+
+    def _post(self, t: float, latency: float, kind: int, payload, on_sent) -> None:
+        """An actor sends the server a message; ``on_sent(t)`` runs once it is received."""
+        if self._in_transit is None:
+            self._in_transit = (t + latency, kind, payload, on_sent)
+        else:
+            self._mailbox.append((latency, kind, payload, on_sent))
+
+    # ---------------------------------------------------------------- run
     def run(self, scheduler, prefix: str | None = None) -> SimulationResult:
         started = time.perf_counter()
         self._heap: list = []
         self._seq = 0
+        self._mailbox: deque = deque()
+        self._in_transit = None
+        lat = self.latency
+        self._loopback = _ns(lat.loopback + lat.loopback_transfer)
+        self._node_to_master = _ns(lat.node_to_master + lat.node_transfer)
         self._busy = 0  # busy cores bitmask
         self._tracer = JobsTracer(self.nb_hosts)
         self._registration_open = self.dynamic_jobs
-        self._pending_calls = 0
+        self._scheduler = scheduler
+        self._events: list = []  # gathered for the next message
+        self._sched_ready = False
+        self._ends_sent = self._ends_acknowledged = False
+        self._submitters_left = len(self.static)
+        self._nb_submitted = self._nb_ended = self._nb_running = 0
+        self._waiters = self._killers = 0
+        self._kill_requested: set = set()
+        self._created: list = []  # actors created while the server handles a message
         self.scheduling_time = 0.0
         self.messages = 0
-        self._scheduler = scheduler
-        now = 0.0
-        available_at = 0.0  # a scheduler replying with a later ``now`` is busy until then
+        self._progress_at = 0
 
+        submitters = [_Submitter(self, jobs) for jobs in self.static.values()]
+        for s in submitters:
+            s.start(0)
         begins = ev.SimulationBegins(
             0.0, nb_resources=self.nb_hosts, nb_compute_resources=self.nb_hosts,
             allow_compute_sharing=False,
@@ -156,71 +279,39 @@ class Simulator:
                                for i, n in enumerate(self.host_names)],
             workloads={name: w.get("source", name) for name, w in self.workloads},
             profiles={name: dict(p) for name, p in self.profiles.items()})
-        available_at = self._exchange(0.0, [begins])
+        self._events.append(begins)
+        self._send(0)
+        for actor in self._created:
+            actor(0)
+        self._created.clear()
 
-        static, heap = self.static, self._heap
-        next_static = 0
-        nb_static = len(static)
-        sub_latency = self.latency.submission
-        notified_static_end = nb_static == 0
-        done_since_report = 0
+        heap = self._heap
+        now = 0
         while True:
-            t_static = static[next_static].subtime + sub_latency if next_static < nb_static else None
-            t_heap = heap[0][0] if heap else None
-            if t_static is None and t_heap is None:
-                if not notified_static_end:
-                    notified_static_end = True
-                    available_at = self._exchange(max(now, available_at),
-                                                  [ev.Notify(now, ev.NO_MORE_STATIC_JOB_TO_SUBMIT)])
-                    continue
-                break
-            t = t_heap if t_static is None or (t_heap is not None and t_heap < t_static) else t_static
-            now = t if t >= available_at else available_at
-            batch = []
-            if t_static is not None and t_static <= now:
-                # Submissions due by now go first, in a message of their own: in real Batsim,
-                # job ends drift by microseconds of latency, so a completion at the same nominal
-                # instant reaches the scheduler after the submission.
-                while next_static < nb_static and static[next_static].subtime + sub_latency <= now:
-                    job = static[next_static]
-                    next_static += 1
-                    job.state = "SUBMITTED"
-                    job.subtime_actual = job.subtime
-                    batch.append(ev.JobSubmitted(job.subtime + sub_latency, job.id, job.data))
-                if next_static == nb_static and not notified_static_end:
-                    notified_static_end = True
-                    batch.append(ev.Notify(now, ev.NO_MORE_STATIC_JOB_TO_SUBMIT))
+            transit = self._in_transit
+            if heap and (transit is None or heap[0][0] <= transit[0]):
+                now, _, action = heapq.heappop(heap)
+                action(now)
+            elif transit is not None:
+                now = transit[0]
+                self._receive(now, transit)
             else:
-                # Completions, kills and calls due by now, in time order then kind order.
-                while heap and heap[0][0] <= now:
-                    t_event, kind, _, payload = heapq.heappop(heap)
-                    if kind == _COMPLETION:
-                        self._complete(payload, t_event, batch)
-                    elif kind == _KILL:
-                        self._kill(payload[0], payload[1], batch)
-                    else:
-                        self._pending_calls -= 1
-                        batch.append(ev.RequestedCall(payload))
-            if not batch:
-                continue
-            available_at = self._exchange(now, batch)
-            if self.progress is not None:
-                done_since_report += 1
-                if done_since_report >= 500:
-                    self.progress(next_static, nb_static)
-                    done_since_report = 0
+                break
 
-        end_time = max(now, available_at)
+        end_time = now / 1e9
         unfinished = [j for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING")]
         error = None
-        if self._registration_open:
-            error = ("the scheduler never sent NOTIFY registration_finished although dynamic jobs are "
-                     "enabled: Batsim would wait forever")
-        self._exchange(end_time, [ev.SimulationEnds(end_time)])
+        if not self._ends_sent:
+            # Batsim would wait forever: report instead of hanging.
+            if self._registration_open:
+                error = ("the scheduler never sent NOTIFY registration_finished although dynamic jobs are "
+                         "enabled: Batsim would wait forever")
+            self._events = [ev.SimulationEnds(end_time)]
+            self._call(now)
         for job in unfinished:
             self._tracer.unfinished(job)
         if self.progress is not None:
-            self.progress(nb_static, nb_static)
+            self.progress(self.nb_static, self.nb_static)
         wall = time.perf_counter() - started
         schedule = self._tracer.schedule_values(end_time, self.scheduling_time, wall)
         result = SimulationResult(end_time, self._tracer.nb_jobs, wall, self.scheduling_time,
@@ -235,87 +326,101 @@ class Simulator:
             raise SimulationError(error)
         return result
 
-    # ------------------------------------------------------------ exchange
-    def _exchange(self, now: float, events: list) -> float:
-        """Send one message, apply the reply; returns when the scheduler is free again."""
+    # ------------------------------------------------------------- server
+    def _receive(self, t: float, transit) -> None:
+        """The server gets one message: handle it, maybe call the scheduler, wait for the next."""
+        _, kind, payload, on_sent = transit
+        mailbox = self._mailbox
+        if kind == _COMPLETED:
+            self._on_completed(t, payload)
+        elif kind == _DECISION:
+            self._on_decision(t, payload)
+        elif kind == _READY:
+            self._sched_ready = True
+            if self._ends_sent:
+                self._ends_acknowledged = True
+        elif kind == _SUBMITTED:
+            seconds = _stamp(t)
+            for job in payload:
+                job.state = "SUBMITTED"
+                job.subtime_actual = job.subtime
+                self._events.append(ev.JobSubmitted(seconds, job.id, job.data))
+            self._nb_submitted += len(payload)
+        elif kind == _WAITING_DONE:
+            self._waiters -= 1
+            self._events.append(ev.RequestedCall(_stamp(t)))
+        elif kind == _KILLING_DONE:
+            self._on_killing_done(t, payload)
+        elif kind == _BYE:
+            self._submitters_left -= 1
+            if self._submitters_left == 0:
+                self._events.append(ev.Notify(_stamp(t), ev.NO_MORE_STATIC_JOB_TO_SUBMIT))
+        # _HELLO: nothing to do
+        if self._sched_ready and not mailbox and not self._ends_acknowledged:
+            if self._events:
+                self._send(t)
+            elif self._finished():
+                self._events.append(ev.SimulationEnds(_stamp(t)))
+                self._ends_sent = True
+                self._send(t)
+        if mailbox:
+            latency, kind2, payload2, on_sent2 = mailbox.popleft()
+            self._in_transit = (t + latency, kind2, payload2, on_sent2)
+        else:
+            self._in_transit = None
+        if on_sent is not None:
+            on_sent(t)
+        if self._created:
+            created, self._created = self._created, []
+            for actor in created:
+                actor(t)
+
+    def _finished(self) -> bool:
+        return (self._submitters_left == 0 and not self._registration_open
+                and self._nb_ended == self._nb_submitted and self._nb_running == 0
+                and self._waiters == 0 and self._killers == 0)
+
+    def _send(self, t: float) -> None:
+        """One message to the scheduler; its reply is applied by a request-reply actor."""
+        self._sched_ready = False
+        reply_now, decisions = self._call(t)
+        self._created.append(_Reply(self, decisions, reply_now).step)
+        if self.progress is not None and self.messages - self._progress_at >= 500:
+            self._progress_at = self.messages
+            self.progress(self._nb_submitted, self.nb_static)
+
+    def _call(self, t: float):
+        events, self._events = self._events, []
         t0 = time.perf_counter()
+        now = _stamp(t)
         reply_now, decisions = self._scheduler(now, events)
         self.scheduling_time += time.perf_counter() - t0
         self.messages += 1
         if reply_now < now:
             raise SimulationError(f"the scheduler replied with now={reply_now} < {now}")
-        self._started_in_reply = 0
-        for decision in decisions:
-            if decision.timestamp > reply_now:
-                raise SimulationError(f"{decision.type} has timestamp {decision.timestamp} after now={reply_now}")
-            self._apply(decision, max(now, decision.timestamp))
-        return reply_now
+        for d in decisions:
+            if d.timestamp > reply_now:
+                raise SimulationError(f"{d.type} has timestamp {d.timestamp} after now={reply_now}")
+        return reply_now, decisions
 
-    def _push(self, t: float, kind: int, payload) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (t, kind, self._seq, payload))
+    # ------------------------------------------------------------ jobs
+    def _on_completed(self, t: float, job: SimJob) -> None:
+        self._nb_running -= 1
+        self._nb_ended += 1
+        self._tracer.job_ended(job)
+        # Batsim's return codes: 0 on success, -1 at the walltime.
+        code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
+        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, format_mask(job.alloc)))
 
-    def _apply(self, d, now: float) -> None:
-        kind = type(d)
-        if kind is ev.ExecuteJob:
-            self._execute(d, now)
-        elif kind is ev.CallMeLater:
-            if not d.at > now:
-                raise SimulationError(f"CALL_ME_LATER at {d.at} is not strictly after now={now}")
-            self._pending_calls += 1
-            self._push(d.at, _CALL, d.at)
-        elif kind is ev.RejectJob:
-            job = self._job(d.job_id, "REJECT_JOB")
-            if job.state != "SUBMITTED":
-                raise SimulationError(f"REJECT_JOB {d.job_id}: the job is {job.state}, not waiting")
-            job.state = job.final_state = "REJECTED"
-            self._tracer.job_ended(job)
-        elif kind is ev.KillJob:
-            self._push(now, _KILL, (list(d.job_ids), now))
-        elif kind is ev.RegisterProfile:
-            self._require_registration("REGISTER_PROFILE")
-            profiles = self.profiles.setdefault(d.workload_name, {})
-            if d.profile_name in profiles and not self.profile_reuse:
-                raise SimulationError(f"REGISTER_PROFILE: profile {d.profile_name!r} already exists")
-            profiles[d.profile_name] = d.profile
-        elif kind is ev.RegisterJob:
-            self._require_registration("REGISTER_JOB")
-            workload, _, name = d.job_id.partition("!")
-            if "subtime" not in d.job:
-                raise SimulationError(f"REGISTER_JOB {d.job_id}: 'subtime' is required")
-            self.profiles.setdefault(workload, {})
-            data = dict(d.job)
-            data["id"] = name
-            job = self._make_job(workload, data)
-            job.state = "SUBMITTED"
-            job.subtime_actual = now
-        elif kind is ev.SetJobMetadata:
-            self._job(d.job_id, "SET_JOB_METADATA").metadata = d.metadata
-        elif kind is ev.Notify:
-            if d.kind == ev.REGISTRATION_FINISHED:
-                self._registration_open = False
-            elif d.kind == ev.CONTINUE_REGISTRATION:
-                self._require_dynamic("NOTIFY continue_registration")
-                self._registration_open = True
-        else:
-            raise SimulationError(f"unsupported decision {d!r}")
+    def _job_ends(self, job: SimJob, t: float) -> None:
+        """The job's actor wakes up at its end (unless it was killed) and tells the server."""
+        if job.state != "RUNNING":
+            return
+        job.state = job.final_state
+        self._busy &= ~job.alloc
+        self._post(t, self._node_to_master, _COMPLETED, job, None)
 
-    def _require_dynamic(self, what: str) -> None:
-        if not self.dynamic_jobs:
-            raise SimulationError(f"{what} needs dynamic jobs (Batsim's --enable-dynamic-jobs)")
-
-    def _require_registration(self, what: str) -> None:
-        self._require_dynamic(what)
-        if not self._registration_open:
-            raise SimulationError(f"{what} after NOTIFY registration_finished")
-
-    def _job(self, job_id: str, what: str) -> SimJob:
-        job = self.jobs.get(job_id)
-        if job is None:
-            raise SimulationError(f"{what}: unknown job {job_id}")
-        return job
-
-    def _execute(self, d: ev.ExecuteJob, now: float) -> None:
+    def _execute(self, d: ev.ExecuteJob, t: float) -> None:
         job = self._job(d.job_id, "EXECUTE_JOB")
         if job.state != "SUBMITTED":
             raise SimulationError(f"EXECUTE_JOB {d.job_id}: the job is {job.state}, not waiting")
@@ -333,47 +438,125 @@ class Simulator:
             raise SimulationError(f"job {job.id}: profile type {profile.get('type')!r} is not supported by the "
                                   "embedded simulator (only 'delay'); run real Batsim for it")
         self._busy |= mask
+        self._nb_running += 1
         job.state = "RUNNING"
-        self._started_in_reply += 1
-        job.start = now + self._started_in_reply * self.latency.execute
+        job.start = t / 1e9
+        job.start_ns = t
         job.alloc = mask
         delay = float(profile["delay"])
-        if 0 < job.walltime <= delay:
+        if 0 <= job.walltime <= delay:
             job.runtime = job.walltime
             job.final_state = ev.COMPLETED_WALLTIME_REACHED
         else:
             job.runtime = delay
             job.final_state = ev.COMPLETED_SUCCESSFULLY
-        self._push(job.start + job.runtime + self.latency.completion, _COMPLETION, job)
+        self._wake(t + _ns(job.runtime), lambda t2: self._job_ends(job, t2))
 
-    def _finish(self, job: SimJob) -> None:
-        self._busy &= ~job.alloc
-        self._tracer.job_ended(job)
+    def _on_decision(self, t: float, d) -> None:
+        kind = type(d)
+        if kind is ev.ExecuteJob:
+            self._execute(d, t)
+        elif kind is ev.CallMeLater:
+            at = _ns_of(d.at)
+            if not at > t:
+                raise SimulationError(f"CALL_ME_LATER at {d.at} is not strictly after now={_stamp(t)}")
+            self._waiters += 1
+            # Batsim's waiter sleeps at least 10 us.
+            self._wake(t + max(at - t, 10_000),
+                       lambda t2: self._post(t2, self._loopback, _WAITING_DONE, None, None))
+        elif kind is ev.RejectJob:
+            job = self._job(d.job_id, "REJECT_JOB")
+            if job.state != "SUBMITTED":
+                raise SimulationError(f"REJECT_JOB {d.job_id}: the job is {job.state}, not waiting")
+            job.state = job.final_state = "REJECTED"
+            self._nb_ended += 1
+            self._tracer.job_ended(job)
+        elif kind is ev.KillJob:
+            self._on_kill(t, d)
+        elif kind is ev.RegisterProfile:
+            self._require_registration("REGISTER_PROFILE")
+            profiles = self.profiles.setdefault(d.workload_name, {})
+            if d.profile_name in profiles and not self.profile_reuse:
+                raise SimulationError(f"REGISTER_PROFILE: profile {d.profile_name!r} already exists")
+            profiles[d.profile_name] = d.profile
+        elif kind is ev.RegisterJob:
+            self._require_registration("REGISTER_JOB")
+            workload, _, name = d.job_id.partition("!")
+            if "subtime" not in d.job:
+                raise SimulationError(f"REGISTER_JOB {d.job_id}: 'subtime' is required")
+            self.profiles.setdefault(workload, {})
+            data = dict(d.job)
+            data["id"] = name
+            job = self._make_job(workload, data)
+            job.state = "SUBMITTED"
+            job.subtime_actual = job.subtime
+            self._nb_submitted += 1  # Batsim does not echo a JOB_SUBMITTED unless acknowledged
+        elif kind is ev.SetJobMetadata:
+            self._job(d.job_id, "SET_JOB_METADATA").metadata = d.metadata
+        elif kind is ev.Notify:
+            if d.kind == ev.REGISTRATION_FINISHED:
+                self._registration_open = False
+            elif d.kind == ev.CONTINUE_REGISTRATION:
+                self._require_dynamic("NOTIFY continue_registration")
+                self._registration_open = True
+        else:
+            raise SimulationError(f"unsupported decision {d!r}")
 
-    def _complete(self, job: SimJob, delivered: float, batch: list) -> None:
-        if job.state != "RUNNING":  # killed before its natural end
-            return
-        job.state = job.final_state
-        self._finish(job)
-        batch.append(ev.JobCompleted(delivered, job.id, job.final_state, 0 if job.final_state ==
-                                     ev.COMPLETED_SUCCESSFULLY else -1 if job.final_state ==
-                                     ev.COMPLETED_KILLED else 1, format_mask(job.alloc)))
-
-    def _kill(self, job_ids: list, now: float, batch: list) -> None:
-        progress = {}
-        for job_id in job_ids:
+    def _on_kill(self, t: float, d: ev.KillJob) -> None:
+        """A killer actor ends the running jobs now and acknowledges once the server is free."""
+        jobs = []
+        for job_id in d.job_ids:
             job = self.jobs.get(job_id)
             if job is None:
                 raise SimulationError(f"KILL_JOB: unknown job {job_id}")
-            if job.state != "RUNNING":
-                continue  # finished first: listed without progress
-            elapsed = max(0.0, now - job.start)
-            delay = float(job.profile["delay"])
-            job.runtime = elapsed
-            job.state = job.final_state = ev.COMPLETED_KILLED
-            self._finish(job)
-            batch.append(ev.JobCompleted(now, job.id, ev.COMPLETED_KILLED, -1, format_mask(job.alloc)))
-            progress[job_id] = {"profile_name": job.profile_name,
-                                "progress": elapsed / delay if delay > 0 else 1.0}
-        batch.append(ev.JobKilled(now, job_ids, progress))
+            if job.state in ("NOT_SUBMITTED", "SUBMITTED", "REJECTED"):
+                raise SimulationError(f"KILL_JOB {job_id}: the job is {job.state}, not started")
+            if job_id not in self._kill_requested:  # Batsim ignores a repeated kill
+                self._kill_requested.add(job_id)
+                jobs.append(job)
+        if not jobs:
+            return
+        job_ids = [job.id for job in jobs]
+        self._killers += 1
 
+        def kill(t2):
+            progress, killed = {}, []
+            for job in jobs:
+                if job.state != "RUNNING":
+                    continue  # it ended first: listed without progress
+                elapsed = (t2 - job.start_ns) / 1e9
+                delay = float(job.profile["delay"])
+                job.runtime = elapsed if elapsed > 0 else 1e-5
+                job.state = job.final_state = ev.COMPLETED_KILLED
+                self._busy &= ~job.alloc
+                killed.append(job)
+                progress[job.id] = {"profile_name": job.profile_name,
+                                    "progress": elapsed / delay if delay > 0 else 1.0}
+            self._post(t2, self._loopback, _KILLING_DONE, (job_ids, killed, progress), None)
+
+        self._created.append(kill)
+
+    def _on_killing_done(self, t: float, payload) -> None:
+        job_ids, killed, progress = payload
+        self._killers -= 1
+        for job in killed:
+            self._nb_running -= 1
+            self._nb_ended += 1
+            self._tracer.job_ended(job)
+            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, format_mask(job.alloc)))
+        self._events.append(ev.JobKilled(_stamp(t), job_ids, progress))
+
+    def _require_dynamic(self, what: str) -> None:
+        if not self.dynamic_jobs:
+            raise SimulationError(f"{what} needs dynamic jobs (Batsim's --enable-dynamic-jobs)")
+
+    def _require_registration(self, what: str) -> None:
+        self._require_dynamic(what)
+        if not self._registration_open:
+            raise SimulationError(f"{what} after NOTIFY registration_finished")
+
+    def _job(self, job_id: str, what: str) -> SimJob:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise SimulationError(f"{what}: unknown job {job_id}")
+        return job
