@@ -67,6 +67,7 @@ class SimJob:
     subtime_ns: int = 0
     runtime: float = 0.0
     alloc: int = 0
+    alloc_text: str = ""  # the allocation as Batsim writes it, once the job ended
     final_state: str = ""
     metadata: str = ""
 
@@ -94,7 +95,7 @@ NO_LATENCY = Latency(0.0, 0.0, 0.0, 0.0)
 def _stamp(t: int) -> float:
     """A date as Batsim writes it in its messages: ``%f``, to the microsecond. A scheduler
     echoing it as its ``now`` may be a fraction of a microsecond ahead, and Batsim waits."""
-    return round(t / 1e9, 6)
+    return (t + 500) // 1000 / 1e6
 
 
 def _ns_of(stamp: float) -> int:
@@ -170,25 +171,32 @@ class _Reply:
     """Batsim's request-reply actor: forwards the decisions of one reply to the server one by
     one (each send waits for the previous one), then says the scheduler is ready."""
 
-    __slots__ = ("sim", "decisions", "next", "now")
+    __slots__ = ("sim", "decisions", "next", "now", "sent", "sent_ns")
 
-    def __init__(self, sim, decisions, now):
+    def __init__(self, sim, decisions, now, sent, sent_ns):
+        """``now``: the reply's; ``sent``: the message's ``now`` and ``sent_ns`` its date in ns."""
         self.sim, self.decisions, self.next, self.now = sim, decisions, 0, now
+        self.sent, self.sent_ns = sent, sent_ns
+
+    def _ns(self, stamp: float) -> int:
+        return self.sent_ns if stamp == self.sent else _ns_of(stamp)
 
     def step(self, t):
         sim = self.sim
         if self.next < len(self.decisions):
             d = self.decisions[self.next]
             self.next += 1
-            at = _ns_of(d.timestamp)
+            at = self._ns(d.timestamp)
             if at > t:
                 sim._wake(at, lambda t2: sim._post(t2, sim._loopback, _DECISION, d, self.step))
             else:
                 sim._post(t, sim._loopback, _DECISION, d, self.step)
-        elif _ns_of(self.now) > t:
-            sim._wake(_ns_of(self.now), lambda t2: sim._post(t2, sim._loopback, _READY, None, None))
         else:
-            sim._post(t, sim._loopback, _READY, None, None)
+            at = self._ns(self.now)
+            if at > t:
+                sim._wake(at, lambda t2: sim._post(t2, sim._loopback, _READY, None, None))
+            else:
+                sim._post(t, sim._loopback, _READY, None, None)
 
 
 class Simulator:
@@ -383,8 +391,8 @@ class Simulator:
     def _send(self, t: float) -> None:
         """One message to the scheduler; its reply is applied by a request-reply actor."""
         self._sched_ready = False
-        reply_now, decisions = self._call(t)
-        self._created.append(_Reply(self, decisions, reply_now).step)
+        sent, reply_now, decisions = self._call(t)
+        self._created.append(_Reply(self, decisions, reply_now, sent, (t + 500) // 1000 * 1000).step)
         if self.progress is not None and self.messages - self._progress_at >= 500:
             self._progress_at = self.messages
             self.progress(self._nb_submitted, self.nb_static)
@@ -401,16 +409,17 @@ class Simulator:
         for d in decisions:
             if d.timestamp > reply_now:
                 raise SimulationError(f"{d.type} has timestamp {d.timestamp} after now={reply_now}")
-        return reply_now, decisions
+        return now, reply_now, decisions
 
     # ------------------------------------------------------------ jobs
     def _on_completed(self, t: float, job: SimJob) -> None:
         self._nb_running -= 1
         self._nb_ended += 1
+        job.alloc_text = format_mask(job.alloc)
         self._tracer.job_ended(job)
         # Batsim's return codes: 0 on success, -1 at the walltime.
         code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
-        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, format_mask(job.alloc)))
+        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text))
 
     def _job_ends(self, job: SimJob, t: float) -> None:
         """The job's actor wakes up at its end (unless it was killed) and tells the server."""
@@ -542,8 +551,9 @@ class Simulator:
         for job in killed:
             self._nb_running -= 1
             self._nb_ended += 1
+            job.alloc_text = format_mask(job.alloc)
             self._tracer.job_ended(job)
-            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, format_mask(job.alloc)))
+            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text))
         self._events.append(ev.JobKilled(_stamp(t), job_ids, progress))
 
     def _require_dynamic(self, what: str) -> None:

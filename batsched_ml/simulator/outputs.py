@@ -8,7 +8,6 @@ output (evalys, our ``metrics``) read ours unchanged.
 
 from __future__ import annotations
 
-from ..protocol.coreset import format_mask
 from .. import __version__
 
 JOBS_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,"
@@ -21,6 +20,10 @@ SCHEDULE_COLUMNS = (
     "nb_jobs", "nb_jobs_finished", "nb_jobs_killed", "nb_jobs_rejected", "nb_jobs_success", "nb_machine_switches",
     "scheduling_time", "simulation_time", "success_rate", "time_computing", "time_idle", "time_sleeping",
     "time_switching_off", "time_switching_on", "time_unavailable")
+
+
+# One row of PREFIX_jobs.csv for a job that ran (``%f`` like Batsim's C++ export).
+_ROW = "%s,%s,%s,%f,%d,%f,%d,%s,%f,%f,%f,%f,%f,%f,%s,-1.000000,%s"
 
 
 class JobsTracer:
@@ -36,14 +39,15 @@ class JobsTracer:
         self.time_computing = 0.0
 
     def job_ended(self, job) -> None:
-        """``job`` is a simulator job record (see ``engine.SimJob``) in a final state."""
+        """``job`` is a simulator job record (see ``engine.SimJob``) in a final state, with
+        its ``alloc_text`` set if it ran."""
         self.nb_jobs += 1
         name = job.id.partition("!")[2]
-        head = (f"{name},{job.workload},{job.profile_name},{job.subtime_actual:f},{job.res},{job.walltime:f},")
         meta = f'"{job.metadata}"'
         if job.final_state == "REJECTED":
             self.nb_rejected += 1
-            self.rows.append(f"{head}0,REJECTED,,,,,,,,,{meta}")
+            self.rows.append(f"{name},{job.workload},{job.profile_name},{job.subtime_actual:f},{job.res},"
+                             f"{job.walltime:f},0,REJECTED,,,,,,,,,{meta}")
             return
         self.nb_finished += 1
         success = job.final_state == "COMPLETED_SUCCESSFULLY"
@@ -52,21 +56,26 @@ class JobsTracer:
         else:
             self.nb_killed += 1
         runtime = job.runtime
-        finish = job.start + runtime
-        wait = job.start - job.subtime_actual
+        start = job.start
+        finish = start + runtime
+        wait = start - job.subtime_actual
         turnaround = finish - job.subtime_actual
         stretch = turnaround / runtime if runtime else float("inf")
         self.sum_wait += wait
         self.sum_turnaround += turnaround
         self.sum_slowdown += stretch
-        self.makespan = max(self.makespan, finish)
-        self.max_wait = max(self.max_wait, wait)
-        self.max_turnaround = max(self.max_turnaround, turnaround)
-        self.max_slowdown = max(self.max_slowdown, stretch)
+        if finish > self.makespan:
+            self.makespan = finish
+        if wait > self.max_wait:
+            self.max_wait = wait
+        if turnaround > self.max_turnaround:
+            self.max_turnaround = turnaround
+        if stretch > self.max_slowdown:
+            self.max_slowdown = stretch
         self.time_computing += runtime * job.res
-        self.rows.append(
-            f"{head}{int(success)},{job.final_state},{job.start:f},{runtime:f},{finish:f},{wait:f},"
-            f"{turnaround:f},{stretch:f},{format_mask(job.alloc)},-1.000000,{meta}")
+        self.rows.append(_ROW % (name, job.workload, job.profile_name, job.subtime_actual, job.res, job.walltime,
+                                 success, job.final_state, start, runtime, finish, wait, turnaround, stretch,
+                                 job.alloc_text, meta))
 
     def unfinished(self, job) -> None:
         """A job still queued when the simulation had to stop (a scheduler bug): kept, never dropped."""
