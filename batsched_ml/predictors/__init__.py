@@ -39,6 +39,9 @@ from .eloss import asymmetric_loss, job_weight
 
 LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
 ECDF_POINTS = 200
+# A CALL_ME_LATER reaches Batsim some 0.1 ms per decision after the reply and must still be
+# in the future there: a check due sooner is asked this much later.
+CALL_MARGIN = 1.0
 EXACT_TOL = 0.01  # end - start carries Batsim's latency noise (ms): errors this small count as exact
 
 __all__ = ["Estimator", "build_estimator", "RuntimePredictor", "Correction"]
@@ -56,13 +59,15 @@ class Estimator:
         self.nb_corrected_jobs = 0
         self._records: list = []  # (prediction, actual, cores)
         self._due: list = []
+        self._calls: list = []
         self._seq = 0
 
     # ------------------------------------------------------------- hooks
     def attach(self, scheduler, ctx) -> None:
         self.scheduler = scheduler
         self._running = {}
-        self._due = []  # (predicted end, seq, job) of the calls asked
+        self._due = []  # (predicted end, seq, job) of the running jobs to check
+        self._calls = []  # CALL_ME_LATER dates asked and not yet received (a heap)
         self._seq = 0
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
@@ -99,7 +104,9 @@ class Estimator:
             return False
         now = ctx.now
         changed = False
-        due = self._due
+        due, calls = self._due, self._calls
+        while calls and calls[0] <= now:
+            heapq.heappop(calls)
         jobs = []
         while due and due[0][0] <= now:
             job = heapq.heappop(due)[2]
@@ -118,21 +125,39 @@ class Estimator:
             self.nb_corrections += 1
             job.estimate = new
             changed = True
-            reestimate = getattr(self.scheduler, "reestimate_running", None)
-            if reestimate is not None:
-                reestimate(job, now)
+            self.scheduler.reestimate_running(job, now)
             self._ask_call(job, ctx)
+        self._keep_one_call(ctx)
         return changed
 
     def _ask_call(self, job, ctx) -> None:
+        """Check ``job`` at its predicted end (if Batsim's walltime kill does not come first)."""
         if self.correction is None:
             return
         at = job.start_time + job.estimate
         limit = job.start_time + job.walltime if job.has_walltime else math.inf
         if ctx.now < at < limit:
-            ctx.call_me_later(at)
             self._seq += 1
             heapq.heappush(self._due, (at, self._seq, job))
+            self._keep_one_call(ctx)
+
+    def _keep_one_call(self, ctx) -> None:
+        """One ``CALL_ME_LATER`` outstanding, at the earliest predicted end of a running job.
+
+        A call cannot be withdrawn, so asking one per job would wake the scheduler
+        for every job that ends before its prediction; this way a call is asked
+        only when it comes before every call already on its way.
+        """
+        due, calls = self._due, self._calls
+        while due and due[0][2].id not in self._running:
+            heapq.heappop(due)
+        if not due:
+            return
+        at = max(due[0][0], ctx.now + CALL_MARGIN)
+        if calls and calls[0] <= at:
+            return
+        ctx.call_me_later(at)
+        heapq.heappush(calls, at)
 
     # ------------------------------------------------------------ report
     def report(self) -> dict:

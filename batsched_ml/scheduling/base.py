@@ -64,8 +64,12 @@ class QueueScheduler(Scheduler):
             self.estimator.on_completion(job, ctx)
 
     def on_requested_call(self, ctx: Context) -> None:
-        if self.estimator is not None and self.estimator.on_call(ctx):
-            self._dirty = True
+        if self.estimator is not None:
+            self.estimator.on_call(ctx)
+
+    def reestimate_running(self, job, now: float) -> None:
+        """A running job's estimate changed (a correction): plan everything anew."""
+        self._dirty = True
 
     # ------------------------------------------------------------- helpers
     def backfill_candidates(self, jobs: list, now: float) -> list:

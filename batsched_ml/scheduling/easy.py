@@ -10,7 +10,7 @@ only they are tried (as batsched does); otherwise the whole queue is traversed.
 from __future__ import annotations
 
 from ..core.scheduler import Context
-from .reserving import ProfileScheduler
+from .reserving import OVERRUN_GRACE, ProfileScheduler
 
 
 class EasyBackfilling(ProfileScheduler):
@@ -36,6 +36,23 @@ class EasyBackfilling(ProfileScheduler):
             self.start(ctx, head, placement)
             head = queue.first(now)
         self.priority = head
+
+    def reestimate_running(self, job, now: float) -> None:
+        """A running job will hold its cores longer: only the priority job's reservation can
+        move. If it stays put nothing else changes (a longer job frees nothing), so the
+        next pass need not traverse the queue; if it moves later, more jobs may backfill."""
+        profile, head = self.profile, self.priority
+        old = profile.placed.get(head) if head is not None else None
+        if old is not None:
+            profile.remove(head)
+        profile.remove_if_present(job)
+        end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
+        profile.place(job, now, end, self._placed_resources(job))
+        if head is None:
+            return
+        new = profile.add_first_fit(head, self.span(head))
+        if old is None or new is None or new.start != old.start or new.used != old.used:
+            self._dirty = True
 
     def schedule(self, ctx: Context) -> None:
         now, profile = ctx.now, self.profile
