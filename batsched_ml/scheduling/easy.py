@@ -71,14 +71,31 @@ class EasyBackfilling(ProfileScheduler):
     def _backfill(self, ctx: Context, candidates: list) -> None:
         profile = self.profile
         available = profile.available_now()
+        # (cores, span) of the candidates that did not fit. Starting jobs only takes cores
+        # away, so a job at least as wide and as long as one of them cannot fit either:
+        # the profile is not searched for it (most of a long queue, on big machines).
+        failed: list = []
         for job in self.backfill_candidates(candidates, ctx.now):
             if available <= 0:
                 break
-            if job.res > available:
+            res = job.res
+            if res > available:
                 continue
-            used = profile.fits_now(job, self.span(job))
+            span = self.span(job)
+            if failed and _dominated(failed, res, span):
+                continue
+            used = profile.fits_now(job, span)
             if used is None:
+                failed[:] = [(r, s) for r, s in failed if r < res or s < span]
+                failed.append((res, span))
                 continue
-            placement = profile.place(job, ctx.now, ctx.now + self.span(job), used)
+            placement = profile.place(job, ctx.now, ctx.now + span, used)
             self.start(ctx, job, placement)
-            available -= job.res
+            available -= res
+
+
+def _dominated(failed: list, res: int, span: float) -> bool:
+    for r, s in failed:
+        if r <= res and s <= span:
+            return True
+    return False
