@@ -108,6 +108,7 @@ class ClassificationMixin:
         # training data: one row per completed logical job
         self._X: list = []
         self._runtimes: list = []
+        self._order: list = []  # submission rank of each training row
         self._week_runtimes: list = []  # completions of the current week (divider of the next)
         self._pending_history: list = []  # history="previous-weeks": completions not yet visible
         self._records: dict = {}  # original job id -> [x, keys, predicted_small, divider, week]
@@ -146,8 +147,12 @@ class ClassificationMixin:
         if self.divider is None or not self.classifier.needs_training:
             return
         t0 = time.perf_counter()
-        X = np.asarray(self._X, dtype=np.float64)
-        y = (np.asarray(self._runtimes, dtype=np.float64) < self.divider).astype(np.int64)
+        # Rows in submission order, not completion order: jobs ending at the same instant reach
+        # Batsim's scheduler in an order set by SimGrid's float rounding, and a seeded forest
+        # still depends on the order of its rows.
+        order = np.argsort(np.asarray(self._order), kind="stable")
+        X = np.asarray(self._X, dtype=np.float64)[order]
+        y = (np.asarray(self._runtimes, dtype=np.float64)[order] < self.divider).astype(np.int64)
         self.classifier.fit(X, y)
         info.train_time = time.perf_counter() - t0
         self.training_time += info.train_time
@@ -203,6 +208,7 @@ class ClassificationMixin:
         runtime = job.runtime if job.runtime is not None else job.end_time - job.start_time
         self._X.append(x)
         self._runtimes.append(runtime)
+        self._order.append(job.seq)
         self._week_runtimes.append(runtime)
         if self.history == "all":
             self.table.add(keys, runtime)
