@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml.core.job import QUEUED, RUNNING
-from batsched_ml.protocol import events as ev
 from batsched_ml.runner import build_scheduler, simulate
-from batsched_ml.scheduling.easy import EasyBackfilling
 from batsched_ml.server.peer import simulate_connected
 from batsched_ml.server.serve import ServerStats, run_server
+
+from test_server import KillRequeue
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -156,62 +155,6 @@ class Batsched:
                 self.proc.wait()
 
 
-class KillEveryFourth(EasyBackfilling):
-    """Test-only: kills every 4th started job 5 s after its start and requeues it as ``<id>#1``."""
-
-    name = "kill-every-fourth-test"
-    may_requeue = True
-
-    def __init__(self, **options):
-        super().__init__(**options)
-        self.planned: dict[float, list] = {}
-        self.outstanding: set = set()
-        self.static_over = False
-        self.waiting = True
-        self.profiles_used: set = set()  # one kill per profile: requeue copies are named '<profile>#1'
-        self.requeued: list = []
-
-    def schedule(self, ctx):
-        super().schedule(ctx)
-        self.waiting = self.static_over and any(j.state == QUEUED for j in ctx.jobs.values())
-        for decision in list(ctx.decisions):
-            if type(decision) is not ev.ExecuteJob:
-                continue
-            job = ctx.jobs[decision.job_id]
-            if (job.attempt == 0 and job.runtime and job.runtime > 10 and job.seq % 4 == 0
-                    and job.profile not in self.profiles_used):
-                self.profiles_used.add(job.profile)
-                at = ctx.now + 5.0
-                self.planned.setdefault(at, []).append(job)
-                self.outstanding.add(job.id)
-                ctx.call_me_later(at)
-
-    def on_requested_call(self, ctx):
-        super().on_requested_call(ctx)
-        for at in sorted(t for t in self.planned if t <= ctx.now):
-            for job in self.planned.pop(at):
-                if job.state == RUNNING:
-                    ctx.kill(job)
-                else:
-                    self.outstanding.discard(job.id)
-
-    def on_job_killed(self, job, progress, ctx):
-        self.outstanding.discard(job.id)
-        if progress is not None:
-            self.requeued.append(ctx.requeue(job).id)
-
-    def on_notify(self, kind, ctx):
-        super().on_notify(kind, ctx)
-        if kind == ev.NO_MORE_STATIC_JOB_TO_SUBMIT:
-            self.static_over = True
-
-    def registration_finished(self):
-        return self.static_over and not self.outstanding and not self.waiting
-
-
-# ------------------------------------------------------------------ tests
-
-
 @needs_batsim
 @needs_batsched
 def test_batsched_on_real_batsim_reproduces_the_golden_run(tmp_path):
@@ -251,7 +194,7 @@ def test_real_batsim_drives_our_server_like_batsched(tmp_path):
 def test_real_batsim_kill_and_requeue_through_our_server(tmp_path):
     platform, workload, _ = TINY
     endpoint = free_endpoint()
-    scheduler = KillEveryFourth()
+    scheduler = KillRequeue()
     server = Server(scheduler, endpoint)
     run = run_batsim(platform, plain_workload(workload, tmp_path), tmp_path / "real", endpoint,
                      "--enable-dynamic-jobs")
@@ -263,7 +206,7 @@ def test_real_batsim_kill_and_requeue_through_our_server(tmp_path):
         short = job_id.split("!", 1)[1]
         assert real[short.split("#")[0]]["final_state"] == "COMPLETED_KILLED"
         assert real[short]["final_state"] in ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
-    embedded_scheduler = KillEveryFourth()
+    embedded_scheduler = KillRequeue()
     embedded, _ = simulate(platform, workload, embedded_scheduler, prefix=tmp_path / "embedded", dynamic_jobs=True)
     emb = read_jobs(Path(embedded.jobs_csv))
     assert embedded_scheduler.requeued == scheduler.requeued
