@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from batsched_ml.analysis.metrics import compute_metrics  # noqa: E402
+from batsched_ml.classifiers.models import RandomForestJobClassifier  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
@@ -49,6 +50,31 @@ VARIANTS = {
 }
 
 
+class ThresholdForest(RandomForestJobClassifier):
+    """The library's random forest, answering small when the forest's mean probability of
+    "small" reaches ``small_threshold`` (0.5 = the library's majority; lower = more recall,
+    less precision). Benchmark-only: it probes the classifier's operating point."""
+
+    name = "random-forest-threshold"
+
+    def __init__(self, small_threshold=0.5, **params):
+        super().__init__(**params)
+        self.small_threshold = small_threshold
+
+    def classify(self, job, x, divider) -> bool:
+        if self.constant_ is not None:
+            return bool(self.constant_)
+        s1 = 0.0
+        trees = self._compiled.trees
+        for left, right, feature, threshold, p0, p1 in trees:
+            node, nxt = 0, left[0]
+            while nxt != -1:
+                node = nxt if x[feature[node]] <= threshold[node] else right[node]
+                nxt = left[node]
+            s1 += p1[node]
+        return s1 / len(trees) >= self.small_threshold
+
+
 def load_trace(name: str, max_jobs: int | None = None) -> dict:
     workload, _ = swf_to_workload(read_swf(SHARED / "traces" / TRACES[name]), max_jobs=max_jobs)
     return workload
@@ -62,17 +88,29 @@ def calendar_options(workload: dict) -> dict:
             "timezone": swf.get("TimeZone") or 0}
 
 
-def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, tag: str) -> dict:
+def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, tag: str,
+            reservations: str = "count", starvation_threshold: float | None = None,
+            options: dict | None = None) -> dict:
     opts = dict(VARIANTS[variant])
+    given = dict(options or {})
+    options = dict(given)
     if "classifier" in opts:
         opts.update(calendar_options(workload))
-    sched = build_scheduler("easy", policy=policy, seed=seed, **opts)
+        threshold = options.pop("small_threshold", None)
+        if threshold is not None and opts["classifier"] == "random-forest":
+            params = {k: options.pop(k) for k in list(options)
+                      if k in ("n_estimators", "max_depth", "min_samples_leaf", "max_samples", "max_features")}
+            opts["classifier"] = ThresholdForest(small_threshold=float(threshold), random_state=seed, **params)
+        opts.update(options)
+    sched = build_scheduler("easy", policy=policy, seed=seed, reservations=reservations,
+                            starvation_threshold=starvation_threshold, **opts)
     prefix = outdir / f"{tag}-{policy}-{variant}"
     t0 = time.perf_counter()
     result, _ = simulate(int(workload["nb_res"]), workload, sched, prefix=prefix)
     wall = time.perf_counter() - t0
     m = compute_metrics(result.jobs_csv, taus=(60.0,))
-    row = {"trace": tag, "policy": policy, "variant": variant, "jobs": m["jobs"],
+    row = {"trace": tag, "policy": policy, "variant": variant, "reservations": reservations,
+           "starvation_threshold": starvation_threshold, "options": given if "classifier" in VARIANTS[variant] else {}, "jobs": m["jobs"],
            "avebsld": m["avebsld_tau60"], "cumbsld": m["avebsld_tau60"] * m["jobs"],
            "killed_attempts": m["killed_attempts"], "wasted_core_seconds": m["wasted_core_seconds"],
            "wall": wall, "unfinished": len(result.unfinished)}
@@ -93,7 +131,20 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="directory for the jobs CSVs (default: a temporary one)")
     ap.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    ap.add_argument("--reservations", choices=("count", "cores"), default="count",
+                    help="EASY's reservation model (default count; cores = batsched's)")
+    ap.add_argument("--starvation-threshold", type=float, default=None, metavar="SECONDS")
+    ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="classification option for the classifying variants, e.g. history=previous-weeks, "
+                         "n_estimators=100 (VALUE parsed as JSON when possible)")
     args = ap.parse_args(argv)
+    options = {}
+    for item in args.option:
+        k, _, v = item.partition("=")
+        try:
+            options[k] = json.loads(v)
+        except json.JSONDecodeError:
+            options[k] = v
     policies = args.policy or ["fcfs", "spf"]
     variants = args.variant or list(VARIANTS)
     outdir = Path(args.out or tempfile.mkdtemp(prefix="classification-"))
@@ -104,7 +155,8 @@ def main(argv=None) -> int:
         for policy in policies:
             base = None
             for variant in variants:
-                row = run_one(workload, policy, variant, args.seed, outdir, tag)
+                row = run_one(workload, policy, variant, args.seed, outdir, tag, args.reservations,
+                              args.starvation_threshold, options)
                 if variant == "base":
                     base = row["cumbsld"]
                     if policy == "fcfs":

@@ -12,23 +12,45 @@ Configurations (all EASY, ``--reservations count``):
 * EASY-SJBF clairvoyant: ``--predictor clairvoyant --backfill-order sjbf``;
 * EASY++: ``--predictor ave2 --correction incremental --backfill-order sjbf``;
 * E-Loss triple: ``--predictor eloss --correction incremental --backfill-order sjbf``.
+
+``--compat`` adds the same triples built from re-implementations, in this script, of the
+paper's own code (predictsim, the pyss fork at github.com/freuk/predictsim; read from the
+mirror jad-darrous/predictsim, ``simulation/pyss/src``), to tell apart what comes from the
+predictor/correction details and what from the simulator:
+
+* ``EASY++ (predictsim)``: ``predictor_tsafrir`` (requested time until the user has *two*
+  finished jobs, integer average) + ``common_correctors.tsafrir`` (the k-th correction sets
+  the estimate to ``initial + ladder[k]``, non-cumulative, ladder starting 1 min) + SJBF;
+* ``E-Loss triple (predictsim)``: ``predictor_sgdlinear`` with the configuration of the
+  paper's selected triple (``sgdlinearIsquareI1IabsI1I0I1logmr``, experiment_dicts.py:
+  eta = 5000, l2 lambda = 4e9, quadratic features, weight ``1+log(m*r)``, NAG as in
+  ``valopt/algos/nag.py``) + the same tsafrir correction + SJBF;
+* ``E-Loss + requested corr. (predictsim)``: the same predictor with the Requested Time
+  correction (the triple behind the SDSC-BLUE entry of Table 7, see the results notes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
+from batsched_ml.plugins import load  # noqa: E402
+from batsched_ml.predictors import Estimator  # noqa: E402
+from batsched_ml.predictors.base import Correction, RuntimePredictor  # noqa: E402
+from batsched_ml.predictors.corrections import RequestedCorrection  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
 TRACES = {
@@ -46,9 +68,13 @@ CONFIGS = {
     "EASY++": dict(predictor="ave2", correction="incremental", backfill_order="sjbf"),
     "E-Loss triple": dict(predictor="eloss", correction="incremental", backfill_order="sjbf"),
 }
+# with --compat (or --config): the triple behind Table 7's SDSC-BLUE entry
+EXTRA_CONFIGS = {
+    "E-Loss + requested corr.": dict(predictor="eloss", correction="requested", backfill_order="sjbf"),
+}
 
 # Gaussier et al.: Table 1 (EASY, clairvoyant), Table 6 (clairvoyant SJBF, EASY++, best E-Loss-family
-# SJBF result), Table 7 (cross-validated triple = E-Loss + incremental + SJBF).
+# SJBF result), Table 7 (cross-validated triple; E-Loss + incremental + SJBF except for one log).
 PAPER = {
     "KTH": {"EASY": 92.6, "EASY clairvoyant": 71.7, "EASY-SJBF clairvoyant": 49.8, "EASY++": 63.5,
             "E-Loss triple": 51.4},
@@ -60,18 +86,238 @@ PAPER = {
                   "E-Loss triple": 34.7},
 }
 
+# The paper's own simulation results, per exact triple: avgbsld column of
+# experiments/data/<log>/sim_analysis/metrics_complete in the predictsim repository (mirror
+# dinesh121991/predictsim, a fork of freuk/predictsim). Rows: res_easy_backfill_scheduler_None_None,
+# res_easy_prediction_backfill_scheduler_predictorclairvoyant_throw_an_error,
+# res_easy_plus_plus_scheduler_predictorclairvoyant_throw_an_error,
+# res_easy_plus_plus_scheduler_predictortsafrir_tsafrir,
+# res_easy_plus_plus_scheduler_predictorsgdlinearIsquareI1IabsI1I0I1logmr_{tsafrir,reqtime}.
+# Table 7's SDSC-BLUE entry (34.7) is the *reqtime* row; with the incremental (tsafrir)
+# correction the same predictor gives 12.96 there (its footnote names SDSC-SP2 instead, whose
+# 75.0 is the tsafrir row).
+PREDICTSIM = {
+    "KTH": {"EASY": 92.58, "EASY clairvoyant": 71.72, "EASY-SJBF clairvoyant": 49.85, "EASY++": 63.50,
+            "E-Loss triple": 51.44, "E-Loss + requested corr.": 60.26},
+    "CTC": {"EASY": 49.57, "EASY clairvoyant": 37.17, "EASY-SJBF clairvoyant": 17.57, "EASY++": 85.77,
+            "E-Loss triple": 20.55, "E-Loss + requested corr.": 17.80},
+    "SDSC-SP2": {"EASY": 87.87, "EASY clairvoyant": 70.48, "EASY-SJBF clairvoyant": 56.84, "EASY++": 79.40,
+                 "E-Loss triple": 74.95, "E-Loss + requested corr.": 72.28},
+    "SDSC-BLUE": {"EASY": 36.52, "EASY clairvoyant": 30.62, "EASY-SJBF clairvoyant": 13.18, "EASY++": 20.99,
+                  "E-Loss triple": 12.96, "E-Loss + requested corr.": 34.67},
+}
+# job counts of those runs (predictsim's strong_filter_all_swf on the PWA logs): KTH 28481
+# (the uncleaned KTH-SP2-1996-2 log), CTC 77199, SDSC-SP2 54006, SDSC-BLUE 232542.
+PREDICTSIM_JOBS = {"KTH": 28481, "CTC": 77199, "SDSC-SP2": 54006, "SDSC-BLUE": 232542}
+
+
+def reference_name(config: str) -> str:
+    """The predictsim triple a configuration corresponds to."""
+    return config.replace(" (predictsim)", "")
+
+
+# ----------------------------------------------------------------------------------------------
+# predictsim (pyss fork) re-implementations, for --compat. Not library code: they reproduce the
+# reference code's quirks on purpose.
+
+class PyssTsafrirAverage(RuntimePredictor):
+    """``predictors/predictor_tsafrir.py``: min(requested, int((last + previous) / 2)) once the
+    user has two finished jobs, the requested time before."""
+
+    name = "ave2-predictsim"
+
+    def reset(self):
+        self.last_ = {}
+        return self
+
+    def predict(self, job, now=0.0):
+        hist = self.last_.get(job.data.get("user"))
+        if not hist or len(hist) < 2:
+            return job.walltime
+        return min(job.walltime, float(int((hist[0] + hist[1]) / 2)))
+
+    def partial_fit(self, job, runtime, now=0.0):
+        hist = self.last_.setdefault(job.data.get("user"), [])
+        hist.insert(0, float(int(runtime)))
+        del hist[2:]
+        return self
+
+
+PYSS_LADDER = (0, 60, 300, 900, 1800, 3600, 7200, 18000, 36000, 72000, 180000, 360000)
+
+
+class PyssTsafrirCorrection(Correction):
+    """``schedulers/common_correctors.py:tsafrir``: the k-th correction makes the estimate
+    ``initial + ladder[k]`` (it replaces the previous increment instead of adding to it)."""
+
+    name = "incremental-predictsim"
+
+    def correct(self, job, now):
+        k = job.info.get("pyss_corrections", 0)
+        if k + 1 >= len(PYSS_LADDER):
+            return job.walltime
+        job.info["pyss_corrections"] = k + 1
+        return job.estimate - PYSS_LADDER[k] + PYSS_LADDER[k + 1]
+
+
+class PyssSgdLinear(RuntimePredictor):
+    """``predictors/predictor_sgdlinear.py`` with the configuration of the paper's selected
+    triple (experiment_dicts.py): composite loss, squared (slope 1) over-prediction, linear
+    (slope 1) under-prediction, threshold 0, weight ``1 + log(m * r)``, quadratic features,
+    l2 regularisation lambda = 4e9, NAG (``valopt/algos/nag.py``) with eta = 5000.
+
+    The 19 base features (x[0] = 1) and the quadratic expansion (pairwise products of
+    x[1..16], squares of x[1..18]) follow ``make_x``, quirks included (e.g. a past job's
+    runtime becomes "now - its submission" once it ended). Predictions are
+    ``min(requested, int(max(1, int(|w.x|))))``.
+    """
+
+    name = "eloss-predictsim"
+
+    def __init__(self, eta=5000.0, lam=4e9, over_slope=1.0, under_slope=1.0, threshold=0.0):
+        self.eta = eta
+        self.lam = lam
+        self.over_slope = over_slope
+        self.under_slope = under_slope
+        self.threshold = threshold
+        iu = np.triu_indices(16, k=1)  # itertools.combinations(x[1:17], 2), same order
+        self._i0, self._i1 = iu[0] + 1, iu[1] + 1
+        super().__init__()
+
+    def reset(self):
+        d = 19 + 120 + 18
+        self.w_ = np.zeros(d)
+        self.s_ = np.full(d, 1e-9)
+        self.G_ = np.full(d, 1e-9)
+        self.N_ = 1e-9
+        self.n_ = 1.0
+        self.users_ = {}
+        self.x_ = {}
+        return self
+
+    def _user(self, job):
+        key = job.data.get("user")
+        u = self.users_.get(key)
+        if u is None:
+            # last three finished jobs (subtime, runtime), n, sum runtimes, sum cores, last end, running
+            u = self.users_[key] = {"last": [], "n": 0, "sr": 0.0, "sc": 0.0, "end": 0.0, "running": {}}
+        return u
+
+    def _features(self, job, now):
+        u = self._user(job)
+        req = float(job.walltime)
+        x = [0.0] * 19
+        x[0] = 1.0
+        for i in range(3):
+            if i < len(u["last"]):
+                sub, run = u["last"][i]
+                last = run if sub + run > now else now - sub
+            else:
+                last = req
+            x[1 + i] = float(min(req, last))
+        x[4] = req
+        n_last = len(u["last"])
+        if n_last >= 3:
+            x[6] = 0.33 * (x[1] + x[2] + x[3])
+            x[5] = 0.5 * (x[1] + x[2])
+        elif n_last == 2:
+            x[5] = x[6] = 0.5 * (x[1] + x[2])
+        elif n_last == 1:
+            x[5] = x[6] = x[1]
+        else:
+            x[5] = x[6] = req
+        x[7] = u["sr"] / u["n"] if u["n"] else 0.0
+        x[8] = now - u["end"] if u["end"] != 0.0 else 0.0
+        x[9] = job.res / (u["sc"] / u["n"]) if u["n"] else 0.0
+        running = u["running"]
+        lengths = [now - t for t in running.values()]
+        x[10] = float(sum(j.res for j in running))
+        x[11] = float(sum(lengths))
+        x[12] = float(len(running))
+        x[13] = float(max(lengths)) if lengths else 0.0
+        t = job.subtime
+        day = 2.0 * math.pi * (t % 86400) / 86400.0
+        week = 2.0 * math.pi * (t % 604800) / 604800.0
+        x[14], x[15], x[16], x[17] = math.cos(day), math.sin(day), math.cos(week), math.sin(week)
+        x[18] = float(job.res)
+        a = np.asarray(x)
+        return np.concatenate((a, a[self._i0] * a[self._i1], a[1:19] ** 2))
+
+    def predict(self, job, now=0.0):
+        x = self.x_.get(job.id)
+        if x is None:
+            x = self.x_[job.id] = self._features(job, now)
+        f = abs(float(self.w_ @ x))
+        return float(min(int(max(1.0, int(f))), job.walltime))
+
+    def partial_fit(self, job, runtime, now=0.0):
+        x = self.x_.pop(job.id, None)
+        if x is None:
+            x = self._features(job, job.subtime)
+        u = self._user(job)
+        run = float(int(runtime))
+        u["last"].insert(0, (job.subtime, run))
+        del u["last"][3:]
+        u["n"] += 1
+        u["sr"] += run
+        u["sc"] += job.res
+        u["end"] = now
+        weight = 1.0 + math.log(max(job.res, 1) * max(run, 1.0))
+        w, s = self.w_, self.s_
+        ax = np.abs(x)
+        grow = ax > s
+        if grow.any():
+            w[grow] *= s[grow] / ax[grow]
+            s[grow] = ax[grow]
+        self.N_ += float(np.sum((x / s) ** 2))
+        e = float(w @ x) - run
+        if e > self.threshold:
+            g = weight * self.over_slope * 2.0 * (e - self.threshold) * x
+        elif e == self.threshold:
+            g = np.zeros_like(x)
+        else:
+            g = -weight * self.under_slope * x
+        g = g + self.lam * w
+        self.G_ += g * g
+        self.w_ = w - self.eta * g / (np.sqrt(self.N_ * self.G_ / self.n_) * s)
+        self.n_ += 2.0
+        return self
+
+    def job_started(self, job, now):
+        self._user(job)["running"][job] = now
+
+    def job_ended(self, job, now):
+        self._user(job)["running"].pop(job, None)
+
+
+COMPAT_CONFIGS = {
+    "EASY++ (predictsim)": (PyssTsafrirAverage, PyssTsafrirCorrection),
+    "E-Loss triple (predictsim)": (PyssSgdLinear, PyssTsafrirCorrection),
+    "E-Loss + requested corr. (predictsim)": (PyssSgdLinear, RequestedCorrection),
+}
+
 
 def load_trace(name: str, max_jobs: int | None = None) -> dict:
     workload, _ = swf_to_workload(read_swf(TRACE_DIR / TRACES[name]), max_jobs=max_jobs)
     return workload
 
 
-def run_one(trace: str, config: str, max_jobs: int | None = None) -> dict:
+def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | None = None) -> dict:
     workload = load_trace(trace, max_jobs)
-    sched = runner.build_scheduler("easy", reservations="count", **CONFIGS[config])
+    if config in COMPAT_CONFIGS:
+        pred_cls, corr_cls = COMPAT_CONFIGS[config]
+        sched = load("schedulers", "easy")(policy="fcfs", reservations="count", backfill_order="sjbf",
+                                           estimator=Estimator(pred_cls(), corr_cls()))
+    else:
+        sched = runner.build_scheduler("easy", reservations="count", **{**CONFIGS, **EXTRA_CONFIGS}[config])
     with tempfile.TemporaryDirectory() as tmp:
+        if out is not None:
+            slug = "".join(ch if ch.isalnum() or ch in "+-" else "_" for ch in config)
+            prefix = Path(out) / f"{trace}-{slug}"
+        else:
+            prefix = Path(tmp) / "run"
         t0 = time.perf_counter()
-        result, _ = runner.simulate(int(workload["nb_res"]), workload, sched, prefix=Path(tmp) / "run")
+        result, _ = runner.simulate(int(workload["nb_res"]), workload, sched, prefix=prefix)
         wall = time.perf_counter() - t0
         metrics = compute_metrics(result.jobs_csv)
     report = sched.report().get("predictions", {})
@@ -86,28 +332,48 @@ def main(argv=None) -> int:
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--jobs", type=int, default=1, help="parallel simulations")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--out", default=None, help="keep the jobs/schedule CSVs in this directory")
+    ap.add_argument("--compat", action="store_true",
+                    help="also run the predictsim re-implementations (EASY++, E-Loss triple)")
+    ap.add_argument("--config", action="append", default=None,
+                    help="run only these configurations (repeatable)")
     args = ap.parse_args(argv)
     for t in args.traces:
         if t not in TRACES:
             ap.error(f"unknown trace {t!r}; choose from {list(TRACES)}")
-    tasks = [(t, c) for t in args.traces for c in CONFIGS]
+    known = {**CONFIGS, **EXTRA_CONFIGS, **COMPAT_CONFIGS}
+    configs = list(CONFIGS) + (list(EXTRA_CONFIGS) + list(COMPAT_CONFIGS) if args.compat else [])
+    if args.config:
+        unknown = [c for c in args.config if c not in known]
+        if unknown:
+            ap.error(f"unknown configuration(s) {unknown}")
+        configs = [c for c in configs if c in args.config] + [c for c in args.config if c not in configs]
+        if "EASY" not in configs:
+            configs.insert(0, "EASY")
+    tasks = [(t, c) for t in args.traces for c in configs]
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
-            rows = list(pool.map(run_one, *zip(*tasks), [args.max_jobs] * len(tasks)))
+            rows = list(pool.map(run_one, *zip(*tasks), [args.max_jobs] * len(tasks), [args.out] * len(tasks)))
     else:
-        rows = [run_one(t, c, args.max_jobs) for t, c in tasks]
-    print(f"{'trace':10} {'configuration':24} {'AVEbsld':>9} {'vs EASY':>8} {'paper':>7} {'paper vs EASY':>13} "
-          f"{'MAE':>8} {'under':>6} {'corr':>7} {'wall s':>7}")
+        rows = [run_one(t, c, args.max_jobs, args.out) for t, c in tasks]
+    print(f"{'trace':10} {'configuration':38} {'AVEbsld':>9} {'vs EASY':>8} {'paper':>7} {'vs EASY':>8} "
+          f"{'predictsim':>10} {'vs EASY':>8} {'MAE':>8} {'under':>6} {'corr':>7} {'wall s':>7}")
     by = {(r["trace"], r["config"]): r for r in rows}
     for r in rows:
         base = by[(r["trace"], "EASY")]["avebsld"]
-        paper = PAPER.get(r["trace"], {}).get(r["config"])
+        ref = reference_name(r["config"])
+        paper = PAPER.get(r["trace"], {}).get(ref)
         pbase = PAPER.get(r["trace"], {}).get("EASY")
+        psim = PREDICTSIM.get(r["trace"], {}).get(ref)
+        sbase = PREDICTSIM.get(r["trace"], {}).get("EASY")
         change = 100 * (r["avebsld"] / base - 1)
+        r["vs_easy_pct"] = change
+        r["paper"], r["predictsim"] = paper, psim
         pred = "" if paper is None else f"{100 * (paper / pbase - 1):+.0f}%"
+        spred = "" if psim is None else f"{100 * (psim / sbase - 1):+.0f}%"
         p = r["prediction"]
-        print(f"{r['trace']:10} {r['config']:24} {r['avebsld']:9.1f} {change:+7.0f}% "
-              f"{'' if paper is None else paper:>7} {pred:>13} "
+        print(f"{r['trace']:10} {r['config']:38} {r['avebsld']:9.1f} {change:+7.0f}% "
+              f"{'' if paper is None else paper:>7} {pred:>8} {'' if psim is None else psim:>10} {spred:>8} "
               f"{p.get('mae', float('nan')):8.0f} {p.get('under_share', float('nan')):6.2f} "
               f"{p.get('nb_corrections', 0):7d} {r['wall_s']:7.1f}")
     if args.json:
