@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from . import __version__
 
@@ -32,7 +31,8 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
                    help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
 
 
-def _plugin_options(args) -> dict:
+def plugin_options(args) -> dict:
+    """The ``-o KEY=VALUE`` options of ``args`` as a dict (VALUE parsed as JSON when possible)."""
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
@@ -53,7 +53,7 @@ def scheduler_from_args(args):
         args.scheduler, policy=args.policy, reservations=args.reservations,
         backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
         predictor=args.predictor, correction=args.correction, classifier=args.classifier,
-        kill_false_small=args.kill_false_small, seed=args.seed, **_plugin_options(args))
+        kill_false_small=args.kill_false_small, seed=args.seed, **plugin_options(args))
 
 
 # ------------------------------------------------------------------ commands

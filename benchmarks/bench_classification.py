@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from classification_experiment import calendar_options, load_trace  # noqa: E402
 
+from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 
 TARGETS = {"KTH": 30.0, "SDSC-BLUE": 300.0}
@@ -50,13 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--classifier", default="random-forest")
     ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
-    options = {}
-    for item in args.option:
-        k, _, v = item.partition("=")
-        try:
-            options[k] = json.loads(v)
-        except json.JSONDecodeError:
-            options[k] = v
+    options = plugin_options(args)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
     for tag in ["KTH"] + (["SDSC-BLUE"] if args.blue else []):
         print(json.dumps(bench(tag, args.classifier, options, outdir)), flush=True)

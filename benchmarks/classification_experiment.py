@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.analysis.metrics import compute_metrics  # noqa: E402
 from batsched_ml.classifiers.models import RandomForestJobClassifier  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
@@ -138,13 +139,7 @@ def main(argv=None) -> int:
                     help="classification option for the classifying variants, e.g. history=previous-weeks, "
                          "n_estimators=100 (VALUE parsed as JSON when possible)")
     args = ap.parse_args(argv)
-    options = {}
-    for item in args.option:
-        k, _, v = item.partition("=")
-        try:
-            options[k] = json.loads(v)
-        except json.JSONDecodeError:
-            options[k] = v
+    options = plugin_options(args)
     policies = args.policy or ["fcfs", "spf"]
     variants = args.variant or list(VARIANTS)
     outdir = Path(args.out or tempfile.mkdtemp(prefix="classification-"))
