@@ -11,6 +11,12 @@ classifier's overall precision / recall, kills and the wall/training times.
     python benchmarks/classification_experiment.py                 # KTH-SP2
     python benchmarks/classification_experiment.py KTH CTC SDSC-SP2 SDSC-BLUE --json out.json
 
+Probes: ``--reservations cores`` (batsched's EASY), ``--starvation-threshold S``, ``--seed N``,
+``-o history=previous-weeks`` or any classifier hyper-parameter (``-o n_estimators=100``), and
+``-o small_threshold=P`` (benchmark-only: the forest answers small when its mean P(small) >= P).
+With ``--out DIR`` the jobs CSVs and, per classifying run, ``*_classes.json`` (job id ->
+[predicted small, true small]) are kept. Results and their discussion: ``results/classification.md``.
+
 The runtime-clairvoyant baseline (``--predictor clairvoyant``) lives with the predictors.
 """
 
@@ -119,7 +125,10 @@ def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, 
     if rep:
         o = rep["overall"]
         row.update(precision=o["precision"], recall=o["recall"], accuracy=o["accuracy"],
-                   training_time=rep["training_time"], retrainings=rep["retrainings"], kills=rep["kills"])
+                   training_time=rep["training_time"], retrainings=rep["retrainings"], kills=rep["kills"],
+                   TS=o["TS"], FS=o["FS"], TL=o["TL"], FL=o["FL"])
+        if "jobs" in rep:  # per-job [predicted small, true small] next to the jobs CSV
+            Path(f"{prefix}_classes.json").write_text(json.dumps(rep["jobs"]))
     return row
 
 

@@ -13,6 +13,10 @@ Configurations (all EASY, ``--reservations count``):
 * EASY++: ``--predictor ave2 --correction incremental --backfill-order sjbf``;
 * E-Loss triple: ``--predictor eloss --correction incremental --backfill-order sjbf``.
 
+``--out DIR`` keeps the jobs CSVs; every row also reports how much of AVEbsld the worst 0.1% / 1%
+of jobs carry. ``--jitter S --replicas N`` is a sensitivity probe (submission times + U[0, S) with
+seeds 0..N-1). Results and their discussion: ``results/predictors.md``.
+
 ``--compat`` adds the same triples built from re-implementations, in this script, of the
 paper's own code (predictsim, the pyss fork at github.com/freuk/predictsim; read from the
 mirror jad-darrous/predictsim, ``simulation/pyss/src``), to tell apart what comes from the
@@ -297,13 +301,37 @@ COMPAT_CONFIGS = {
 }
 
 
-def load_trace(name: str, max_jobs: int | None = None) -> dict:
+def load_trace(name: str, max_jobs: int | None = None, jitter: float = 0.0, replica: int = 0) -> dict:
+    """The cleaned trace; with ``jitter`` > 0, every submission time gets a uniform
+    ``[0, jitter)`` s offset drawn with seed ``replica`` (a sensitivity probe: sub-second
+    perturbations that leave every job's size and runtime unchanged)."""
     workload, _ = swf_to_workload(read_swf(TRACE_DIR / TRACES[name]), max_jobs=max_jobs)
+    if jitter > 0:
+        rng = np.random.default_rng(replica)
+        for job, offset in zip(workload["jobs"], rng.uniform(0.0, jitter, len(workload["jobs"]))):
+            job["subtime"] = job["subtime"] + float(offset)
+        workload["jobs"].sort(key=lambda j: j["subtime"])
     return workload
 
 
-def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | None = None) -> dict:
-    workload = load_trace(trace, max_jobs)
+def tail_metrics(jobs_csv) -> dict:
+    """How much of AVEbsld (tau = 10 s) the worst jobs carry."""
+    from batsched_ml.analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
+
+    b = per_job_bsld(merge_attempts(read_jobs_csv(jobs_csv)), 10.0)
+    b = np.sort(b[~np.isnan(b)])[::-1]
+    n, total = len(b), float(b.sum())
+    out = {"max_bsld": float(b[0])}
+    for frac, tag in ((0.001, "0.1pct"), (0.01, "1pct")):
+        k = max(1, int(round(frac * n)))
+        out[f"top{tag}_share"] = float(b[:k].sum()) / total
+        out[f"avebsld_wo_top{tag}"] = float(b[k:].sum()) / n
+    return out
+
+
+def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | None = None,
+            jitter: float = 0.0, replica: int = 0) -> dict:
+    workload = load_trace(trace, max_jobs, jitter, replica)
     if config in COMPAT_CONFIGS:
         pred_cls, corr_cls = COMPAT_CONFIGS[config]
         sched = load("schedulers", "easy")(policy="fcfs", reservations="count", backfill_order="sjbf",
@@ -313,16 +341,17 @@ def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | Non
     with tempfile.TemporaryDirectory() as tmp:
         if out is not None:
             slug = "".join(ch if ch.isalnum() or ch in "+-" else "_" for ch in config)
-            prefix = Path(out) / f"{trace}-{slug}"
+            prefix = Path(out) / (f"{trace}-{slug}" + (f"-r{replica}" if jitter > 0 else ""))
         else:
             prefix = Path(tmp) / "run"
         t0 = time.perf_counter()
         result, _ = runner.simulate(int(workload["nb_res"]), workload, sched, prefix=prefix)
         wall = time.perf_counter() - t0
         metrics = compute_metrics(result.jobs_csv)
+        tails = tail_metrics(result.jobs_csv)
     report = sched.report().get("predictions", {})
-    return {"trace": trace, "config": config, "nb_jobs": len(workload["jobs"]),
-            "avebsld": metrics["avebsld_tau10"], "wall_s": wall,
+    return {"trace": trace, "config": config, "replica": replica if jitter > 0 else None, "jitter_s": jitter,
+            "nb_jobs": len(workload["jobs"]), "avebsld": metrics["avebsld_tau10"], "wall_s": wall, **tails,
             "prediction": {k: v for k, v in report.items() if not k.startswith("ecdf")}}
 
 
@@ -337,6 +366,9 @@ def main(argv=None) -> int:
                     help="also run the predictsim re-implementations (EASY++, E-Loss triple)")
     ap.add_argument("--config", action="append", default=None,
                     help="run only these configurations (repeatable)")
+    ap.add_argument("--jitter", type=float, default=0.0, metavar="SECONDS",
+                    help="sensitivity probe: add uniform [0, SECONDS) offsets to the submission times")
+    ap.add_argument("--replicas", type=int, default=1, help="with --jitter: seeds 0..N-1")
     args = ap.parse_args(argv)
     for t in args.traces:
         if t not in TRACES:
@@ -350,17 +382,24 @@ def main(argv=None) -> int:
         configs = [c for c in configs if c in args.config] + [c for c in args.config if c not in configs]
         if "EASY" not in configs:
             configs.insert(0, "EASY")
-    tasks = [(t, c) for t in args.traces for c in configs]
+    replicas = range(args.replicas) if args.jitter > 0 else [0]
+    tasks = [(t, c, r) for t in args.traces for r in replicas for c in configs]
+    n = len(tasks)
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
-            rows = list(pool.map(run_one, *zip(*tasks), [args.max_jobs] * len(tasks), [args.out] * len(tasks)))
+            rows = list(pool.map(run_one, [t for t, _, _ in tasks], [c for _, c, _ in tasks], [args.max_jobs] * n,
+                                 [args.out] * n, [args.jitter] * n, [r for _, _, r in tasks]))
     else:
-        rows = [run_one(t, c, args.max_jobs, args.out) for t, c in tasks]
+        rows = []
+        for t, c, r in tasks:
+            rows.append(run_one(t, c, args.max_jobs, args.out, args.jitter, r))
+            if args.json:
+                Path(args.json).write_text(json.dumps(rows, indent=2))
     print(f"{'trace':10} {'configuration':38} {'AVEbsld':>9} {'vs EASY':>8} {'paper':>7} {'vs EASY':>8} "
           f"{'predictsim':>10} {'vs EASY':>8} {'MAE':>8} {'under':>6} {'corr':>7} {'wall s':>7}")
-    by = {(r["trace"], r["config"]): r for r in rows}
+    by = {(r["trace"], r["config"], r["replica"]): r for r in rows}
     for r in rows:
-        base = by[(r["trace"], "EASY")]["avebsld"]
+        base = by[(r["trace"], "EASY", r["replica"])]["avebsld"]
         ref = reference_name(r["config"])
         paper = PAPER.get(r["trace"], {}).get(ref)
         pbase = PAPER.get(r["trace"], {}).get("EASY")
@@ -372,10 +411,11 @@ def main(argv=None) -> int:
         pred = "" if paper is None else f"{100 * (paper / pbase - 1):+.0f}%"
         spred = "" if psim is None else f"{100 * (psim / sbase - 1):+.0f}%"
         p = r["prediction"]
-        print(f"{r['trace']:10} {r['config']:38} {r['avebsld']:9.1f} {change:+7.0f}% "
+        tag = r["config"] if r["replica"] is None else f"{r['config']} r{r['replica']}"
+        print(f"{r['trace']:10} {tag:38} {r['avebsld']:9.1f} {change:+7.0f}% "
               f"{'' if paper is None else paper:>7} {pred:>8} {'' if psim is None else psim:>10} {spred:>8} "
               f"{p.get('mae', float('nan')):8.0f} {p.get('under_share', float('nan')):6.2f} "
-              f"{p.get('nb_corrections', 0):7d} {r['wall_s']:7.1f}")
+              f"{p.get('nb_corrections', 0):7d} {r['wall_s']:7.1f} {r['avebsld_wo_top1pct']:9.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
     return 0
