@@ -10,7 +10,7 @@ only they are tried (as batsched does); otherwise the whole queue is traversed.
 from __future__ import annotations
 
 from ..core.scheduler import Context
-from .reserving import OVERRUN_GRACE, ProfileScheduler
+from .reserving import ProfileScheduler
 
 
 class EasyBackfilling(ProfileScheduler):
@@ -45,9 +45,7 @@ class EasyBackfilling(ProfileScheduler):
         old = profile.placed.get(head) if head is not None else None
         if old is not None:
             profile.remove(head)
-        profile.remove_if_present(job)
-        end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
-        profile.place(job, now, end, self._placed_resources(job))
+        self._replace_running(job, now)
         if head is None:
             return
         new = profile.add_first_fit(head, self.span(head))

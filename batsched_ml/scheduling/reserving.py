@@ -75,12 +75,15 @@ class ProfileScheduler(QueueScheduler):
         Its cores may have been promised to reservations after its old end, so
         every reservation is dropped and the next pass recomputes them.
         """
-        profile = self.profile
         self._drop_reservations()
-        profile.remove_if_present(job)
-        end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
-        profile.place(job, now, end, self._placed_resources(job))
+        self._replace_running(job, now)
         self._dirty = True
+
+    def _replace_running(self, job, now: float) -> None:
+        """Plan a running job anew until its (new) estimated end, or a moment past now."""
+        self.profile.remove_if_present(job)
+        end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
+        self.profile.place(job, now, end, self._placed_resources(job))
 
     def start(self, ctx: Context, job, placement: Placement) -> None:
         """Start a job placed at the present; it stays in the profile while running."""
