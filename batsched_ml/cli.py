@@ -23,6 +23,10 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, eloss)")
     g.add_argument("--correction", default=None, help="correction when a job outlives its estimate "
                    "(requested, incremental, doubling)")
+    g.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
+                   help="when a correction takes effect: immediate (CALL_ME_LATER at the predicted end, "
+                   "queue re-planned then; default) or next-event (at the next submission or completion, "
+                   "as in Gaussier et al.'s simulator)")
     g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, ...)")
     g.add_argument("--kill-false-small", action="store_true",
                    help="kill a job classified small at the divider and requeue it as large")
@@ -52,7 +56,8 @@ def scheduler_from_args(args):
     return build_scheduler(
         args.scheduler, policy=args.policy, reservations=args.reservations,
         backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-        predictor=args.predictor, correction=args.correction, classifier=args.classifier,
+        predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
+        classifier=args.classifier,
         kill_false_small=args.kill_false_small, seed=args.seed, **plugin_options(args))
 
 

@@ -14,19 +14,28 @@ from .workloads import load_workload, read_platform
 def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations: str = "count",
                     backfill_order: str = "queue", starvation_threshold: float | None = None, *,
                     predictor: str | None = None, correction: str | None = None,
-                    classifier: str | None = None, kill_false_small: bool = False, seed: int = 0,
+                    correction_timing: str = "immediate", classifier: str | None = None, kill_false_small: bool = False, seed: int = 0,
                     **options):
     """Instantiate the scheduler plugin ``scheduler`` with its options.
 
-    ``predictor``/``correction`` attach a runtime estimator (see ``predictors``);
+    ``predictor``/``correction``/``correction_timing`` attach a runtime estimator (see ``predictors``;
+    options ``predictor_<param>`` and ``correction_<param>`` go to their constructors);
     ``classifier`` wraps the scheduler in small/large classification (see
     ``classifiers``), killing false-small jobs when ``kill_false_small``.
     """
     estimator = None
+    estimator_options = dict(options.pop("predictor_options", None) or {})
+    for key in [k for k in options if k.startswith(("predictor_", "correction_"))]:
+        value = options.pop(key)
+        estimator_options[key.removeprefix("predictor_")] = value
     if predictor is not None or correction is not None:
         from .predictors import build_estimator
 
-        estimator = build_estimator(predictor or "requested", correction, seed=seed, **options.pop("predictor_options", {}))
+        estimator = build_estimator(predictor or "requested", correction, seed=seed, timing=correction_timing,
+                                    **estimator_options)
+    elif estimator_options:
+        raise ValueError(f"predictor/correction options {sorted(estimator_options)} given without "
+                         "--predictor or --correction")
     cls = load("schedulers", scheduler)
     if classifier is not None:
         from .classifiers import build_classification_scheduler

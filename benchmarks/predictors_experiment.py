@@ -330,14 +330,15 @@ def tail_metrics(jobs_csv) -> dict:
 
 
 def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | None = None,
-            jitter: float = 0.0, replica: int = 0) -> dict:
+            jitter: float = 0.0, replica: int = 0, timing: str = "immediate") -> dict:
     workload = load_trace(trace, max_jobs, jitter, replica)
     if config in COMPAT_CONFIGS:
         pred_cls, corr_cls = COMPAT_CONFIGS[config]
         sched = load("schedulers", "easy")(policy="fcfs", reservations="count", backfill_order="sjbf",
-                                           estimator=Estimator(pred_cls(), corr_cls()))
+                                           estimator=Estimator(pred_cls(), corr_cls(), timing))
     else:
-        sched = runner.build_scheduler("easy", reservations="count", **{**CONFIGS, **EXTRA_CONFIGS}[config])
+        sched = runner.build_scheduler("easy", reservations="count", correction_timing=timing,
+                                       **{**CONFIGS, **EXTRA_CONFIGS}[config])
     with tempfile.TemporaryDirectory() as tmp:
         if out is not None:
             slug = "".join(ch if ch.isalnum() or ch in "+-" else "_" for ch in config)
@@ -351,6 +352,7 @@ def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | Non
         tails = tail_metrics(result.jobs_csv)
     report = sched.report().get("predictions", {})
     return {"trace": trace, "config": config, "replica": replica if jitter > 0 else None, "jitter_s": jitter,
+            "correction_timing": timing,
             "nb_jobs": len(workload["jobs"]), "avebsld": metrics["avebsld_tau10"], "wall_s": wall, **tails,
             "prediction": {k: v for k, v in report.items() if not k.startswith("ecdf")}}
 
@@ -369,6 +371,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jitter", type=float, default=0.0, metavar="SECONDS",
                     help="sensitivity probe: add uniform [0, SECONDS) offsets to the submission times")
     ap.add_argument("--replicas", type=int, default=1, help="with --jitter: seeds 0..N-1")
+    ap.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
+                    help="when corrections take effect (next-event: as pyss, the paper's simulator)")
     args = ap.parse_args(argv)
     for t in args.traces:
         if t not in TRACES:
@@ -388,11 +392,12 @@ def main(argv=None) -> int:
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
             rows = list(pool.map(run_one, [t for t, _, _ in tasks], [c for _, c, _ in tasks], [args.max_jobs] * n,
-                                 [args.out] * n, [args.jitter] * n, [r for _, _, r in tasks]))
+                                 [args.out] * n, [args.jitter] * n, [r for _, _, r in tasks],
+                                 [args.correction_timing] * n))
     else:
         rows = []
         for t, c, r in tasks:
-            rows.append(run_one(t, c, args.max_jobs, args.out, args.jitter, r))
+            rows.append(run_one(t, c, args.max_jobs, args.out, args.jitter, r, args.correction_timing))
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=2))
     print(f"{'trace':10} {'configuration':38} {'AVEbsld':>9} {'vs EASY':>8} {'paper':>7} {'vs EASY':>8} "

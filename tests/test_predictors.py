@@ -212,6 +212,40 @@ def test_no_correction_means_no_calls_and_jobs_not_yet_due_untouched():
     assert not est2.on_call(FakeCtx(49.0)) and job2.estimate == 50.0
 
 
+def test_next_event_timing_asks_no_call_and_catches_up_as_of_each_due_date():
+    est = Estimator(RequestedTime(), IncrementalCorrection(), timing="next-event")
+    sched = FakeScheduler()
+    ctx = FakeCtx(0.0)
+    est.attach(sched, ctx)
+    job = _running(10.0)
+    est.on_start(job, ctx)
+    assert ctx.calls == []  # no CALL_ME_LATER: no extra protocol messages
+    est.before_pass(9.0)
+    assert job.estimate == 10.0 and not sched.reestimated
+    # next pass at 400 s: corrections due at 10 (+60 -> 70) and 70 (+300 -> 370) and 370 (+900 -> 1270),
+    # the same estimate and count as three immediate corrections at those dates
+    est.before_pass(400.0)
+    assert job.estimate == 1270.0 and job.info["corrections"] == 3 and est.nb_corrections == 3
+    assert sched.reestimated == [(job.id, 1270.0, 400.0)]  # the scheduler re-places it once
+    assert not est.on_call(FakeCtx(2000.0))  # calls belong to the immediate timing only
+    est.before_pass(1269.0)
+    assert job.estimate == 1270.0
+
+
+def test_next_event_doubling_is_as_of_the_due_date_not_the_pass():
+    est = Estimator(RequestedTime(), DoublingCorrection(), timing="next-event")
+    est.attach(FakeScheduler(), FakeCtx(0.0))
+    job = _running(100.0)
+    est.on_start(job, FakeCtx(0.0))
+    est.before_pass(350.0)  # due at 100 -> 200, due at 200 -> 400 > 350
+    assert job.estimate == 400.0 and job.info["corrections"] == 2
+
+
+def test_unknown_correction_timing_is_rejected():
+    with pytest.raises(ValueError, match="timing"):
+        Estimator(RequestedTime(), IncrementalCorrection(), timing="later")
+
+
 # ------------------------------------------------------------------ E-Loss
 def test_nag_decreases_loss_on_synthetic_linear_target():
     rng = np.random.default_rng(0)
@@ -327,3 +361,45 @@ def test_end_to_end_clairvoyant_has_no_corrections_without_correction(tmp_path):
     assert not result.unfinished
     rep = sched.report()["predictions"]
     assert rep["nb_corrections"] == 0 and rep["mae"] < 0.01
+
+
+def test_end_to_end_next_event_timing_starts_jobs_only_at_submissions_or_completions(tmp_path):
+    """pyss's semantics: a correction alone never triggers a pass, so every job starts at
+    (a Batsim latency after) a submission or a completion; the immediate timing may start
+    jobs at a correction."""
+    import csv
+
+    def starts_off_events(result):
+        rows = list(csv.DictReader(open(result.jobs_csv)))
+        events = sorted({float(r["submission_time"]) for r in rows} | {float(r["finish_time"]) for r in rows})
+        out = 0
+        for r in rows:
+            start = float(r["starting_time"])
+            if not any(0 <= start - e < 0.01 for e in events):
+                out += 1
+        return out
+
+    sched, result, core = _run(tmp_path, "ne", predictor="eloss", correction="incremental",
+                               backfill_order="sjbf", correction_timing="next-event")
+    assert not result.unfinished
+    assert sched.report()["predictions"]["nb_corrections"] > 0
+    assert starts_off_events(result) == 0
+    _, result_immediate, _ = _run(tmp_path, "im", predictor="eloss", correction="incremental",
+                                  backfill_order="sjbf")
+    assert starts_off_events(result_immediate) > 0  # (the workload does exercise the difference)
+    assert result.messages < result_immediate.messages  # no CALL_ME_LATER round trips
+    _, again, _ = _run(tmp_path, "ne2", predictor="eloss", correction="incremental",
+                       backfill_order="sjbf", correction_timing="next-event")
+    assert Path(result.jobs_csv).read_text() == Path(again.jobs_csv).read_text()
+
+
+def test_options_are_routed_by_prefix_and_misspelt_ones_are_errors():
+    sched = runner.build_scheduler("easy", predictor="eloss", correction="doubling",
+                                   predictor_gamma="small-area", predictor_over="linear", correction_factor=3.0)
+    assert sched.estimator.predictor.get_params()["gamma"] == "small-area"
+    assert sched.estimator.predictor.get_params()["over"] == "linear"
+    assert sched.estimator.correction.factor == 3.0
+    with pytest.raises(ValueError, match="no option"):
+        runner.build_scheduler("easy", gamma="small-area")  # misspelt: not silently ignored
+    with pytest.raises(ValueError, match="without --predictor"):
+        runner.build_scheduler("easy", predictor_gamma="small-area")

@@ -10,7 +10,11 @@
   its predicted end (if that is before its walltime: Batsim kills it there
   anyway); at that call, a job still running gets a corrected estimate (capped
   at the walltime) and the scheduler re-places it (``reestimate_running``).
-  Jobs are never killed at their prediction;
+  With ``timing="next-event"`` (the paper's simulator, pyss) no call is asked:
+  a correction is computed as of the date it fell due, but only takes effect
+  at the next scheduling pass (a submission or a completion), so the queue is
+  never re-planned at a correction alone. Jobs are never killed at their
+  prediction;
 * at each completion (successful or walltime-reached) the predictor learns
   the actual runtime ``end - start`` (``partial_fit``).
 
@@ -43,6 +47,7 @@ ECDF_POINTS = 200
 # in the future there: a check due sooner is asked this much later.
 CALL_MARGIN = 1.0
 EXACT_TOL = 0.01  # end - start carries Batsim's latency noise (ms): errors this small count as exact
+TIMINGS = ("immediate", "next-event")
 
 __all__ = ["Estimator", "build_estimator", "RuntimePredictor", "Correction"]
 
@@ -50,9 +55,15 @@ __all__ = ["Estimator", "build_estimator", "RuntimePredictor", "Correction"]
 class Estimator:
     """Glue between a scheduler and a predictor (+ optional correction)."""
 
-    def __init__(self, predictor: RuntimePredictor, correction: Correction | None = None):
+    def __init__(self, predictor: RuntimePredictor, correction: Correction | None = None,
+                 timing: str = "immediate"):
+        """``timing``: when a correction takes effect, ``immediate`` (a ``CALL_ME_LATER`` at the
+        predicted end, the queue re-planned then) or ``next-event`` (at the next pass)."""
+        if timing not in TIMINGS:
+            raise ValueError(f"unknown correction timing {timing!r}; choose from {', '.join(TIMINGS)}")
         self.predictor = predictor
         self.correction = correction
+        self.timing = timing
         self.scheduler = None
         self._running: dict = {}
         self.nb_corrections = 0
@@ -91,6 +102,11 @@ class Estimator:
     def on_completion(self, job, ctx) -> None:
         if self._running.pop(job.id, None) is None and job.start_time < 0:
             return
+        if self.timing == "next-event" and self.correction is not None:
+            # corrections that fell due while it ran, though no pass needed them: counted
+            # as the immediate timing (and pyss) count them
+            while job.start_time + job.estimate < job.end_time and self._correct(job, job.start_time + job.estimate):
+                pass
         self.predictor.job_ended(job, ctx.now)
         if job.final_state in LEARNED_STATES and job.start_time >= 0:
             actual = job.end_time - job.start_time
@@ -100,45 +116,77 @@ class Estimator:
             self.predictor.partial_fit(job, actual, ctx.now)
 
     def on_call(self, ctx) -> bool:
-        if self.correction is None:
+        """A ``CALL_ME_LATER`` came back: correct the jobs that outlived their estimate."""
+        if self.correction is None or self.timing != "immediate":
             return False
         now = ctx.now
-        changed = False
-        due, calls = self._due, self._calls
+        calls = self._calls
         while calls and calls[0] <= now:
             heapq.heappop(calls)
-        jobs = []
+        changed = False
+        for job in self._overdue(now):
+            if self._correct(job, now):
+                changed = True
+                self.scheduler.reestimate_running(job, now)
+                self._ask_call(job, ctx)
+        self._keep_one_call(ctx)
+        return changed
+
+    def before_pass(self, now: float) -> None:
+        """``next-event`` timing: apply, before a scheduling pass, every correction that fell
+        due since the previous one, each as of its own due date (as pyss does at the
+        predicted end, without a pass), until the job's estimate lies past ``now``."""
+        if self.correction is None or self.timing != "next-event" or not self._due:
+            return
+        for job in self._overdue(now):
+            changed = False
+            while job.start_time + job.estimate <= now and self._correct(job, job.start_time + job.estimate):
+                changed = True
+            if changed:
+                self.scheduler.reestimate_running(job, now)
+                self._remember(job)
+
+    def _overdue(self, now: float) -> list:
+        """Running jobs whose estimate is over at ``now``, in due-date order."""
+        due, jobs = self._due, []
         while due and due[0][0] <= now:
             job = heapq.heappop(due)[2]
             if job.id in self._running and job.start_time + job.estimate <= now and job not in jobs:
                 jobs.append(job)
-        for job in jobs:
-            cap = job.walltime if job.has_walltime else math.inf
-            if job.estimate >= cap:
-                continue
-            new = min(float(self.correction.correct(job, now)), cap)
-            if new <= job.estimate:
-                continue
-            if "corrections" not in job.info:
-                self.nb_corrected_jobs += 1
-            job.info["corrections"] = job.info.get("corrections", 0) + 1
-            self.nb_corrections += 1
-            job.estimate = new
-            changed = True
-            self.scheduler.reestimate_running(job, now)
-            self._ask_call(job, ctx)
-        self._keep_one_call(ctx)
-        return changed
+        return jobs
 
-    def _ask_call(self, job, ctx) -> None:
-        """Check ``job`` at its predicted end (if Batsim's walltime kill does not come first)."""
-        if self.correction is None:
-            return
+    def _correct(self, job, now: float) -> bool:
+        """Apply the correction to ``job`` as of ``now`` (capped at its walltime); False if
+        the estimate cannot grow."""
+        cap = job.walltime if job.has_walltime else math.inf
+        if job.estimate >= cap:
+            return False
+        new = min(float(self.correction.correct(job, now)), cap)
+        if new <= job.estimate:
+            return False
+        if "corrections" not in job.info:
+            self.nb_corrected_jobs += 1
+        job.info["corrections"] = job.info.get("corrections", 0) + 1
+        self.nb_corrections += 1
+        job.estimate = new
+        return True
+
+    def _remember(self, job) -> bool:
+        """Note ``job``'s predicted end as due for a check, unless Batsim's walltime kill
+        comes first."""
         at = job.start_time + job.estimate
         limit = job.start_time + job.walltime if job.has_walltime else math.inf
-        if ctx.now < at < limit:
+        if at < limit:
             self._seq += 1
             heapq.heappush(self._due, (at, self._seq, job))
+            return True
+        return False
+
+    def _ask_call(self, job, ctx) -> None:
+        """Check ``job`` at its predicted end: a call (``immediate``) or at the next pass."""
+        if self.correction is None or job.start_time + job.estimate <= ctx.now:
+            return
+        if self._remember(job) and self.timing == "immediate":
             self._keep_one_call(ctx)
 
     def _keep_one_call(self, ctx) -> None:
@@ -162,8 +210,9 @@ class Estimator:
     # ------------------------------------------------------------ report
     def report(self) -> dict:
         """Prediction quality of the initial predictions (Gaussier et al. 6.4, Figures 4-5)."""
-        out = {"predictor": type(self.predictor).__name__,
+        out = {"predictor": type(self.predictor).__name__, "predictor_params": self.predictor.get_params(),
                "correction": None if self.correction is None else type(self.correction).__name__,
+               "correction_timing": self.timing,
                "nb_jobs": len(self._records), "nb_corrections": self.nb_corrections,
                "nb_corrected_jobs": self.nb_corrected_jobs}
         if not self._records:
@@ -189,10 +238,11 @@ class Estimator:
 
 
 def build_estimator(predictor: str = "requested", correction: str | None = None, seed: int = 0,
-                    **options) -> Estimator:
+                    timing: str = "immediate", **options) -> Estimator:
     """An :class:`Estimator` from plugin names; ``options`` go to the predictor's constructor
-    (``correction_<param>`` options go to the correction's). ``seed`` is accepted for
-    uniformity (every built-in predictor is deterministic)."""
+    (``correction_<param>`` options go to the correction's). ``timing``: when corrections
+    take effect (``immediate`` or ``next-event``, see the module docstring). ``seed`` is
+    accepted for uniformity (every built-in predictor is deterministic)."""
     from ..plugins import load
 
     corr_opts = {k[len("correction_"):]: options.pop(k) for k in list(options) if k.startswith("correction_")}
@@ -202,4 +252,4 @@ def build_estimator(predictor: str = "requested", correction: str | None = None,
         corr = load("corrections", correction)(**corr_opts)
     elif corr_opts:
         raise ValueError("correction options given without --correction")
-    return Estimator(pred_cls(**options), corr)
+    return Estimator(pred_cls(**options), corr, timing)

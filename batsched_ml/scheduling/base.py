@@ -26,7 +26,9 @@ class QueueScheduler(Scheduler):
         self.backfill_order = backfill_order
         self.starvation_threshold = starvation_threshold
         self.estimator = estimator
-        self.options = options
+        if options:
+            # a misspelt -o KEY=VALUE must not be silently ignored
+            raise ValueError(f"scheduler {self.name!r} has no option(s) {', '.join(sorted(options))}")
         self.queue = JobQueue(self.policy, starvation_threshold)
         self.nb_cores = 0
         self._released: list = []

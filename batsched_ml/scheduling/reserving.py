@@ -51,6 +51,8 @@ class ProfileScheduler(QueueScheduler):
         profile = self.profile
         for job in self._ended:
             profile.remove_if_present(job)
+        if self.estimator is not None:
+            self.estimator.before_pass(now)
         late = profile.overdue(now)
         if late:
             self._drop_reservations()
