@@ -80,16 +80,18 @@ def load_inputs(platform, workloads):
 
 
 def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
-             progress=None) -> tuple[SimulationResult, DecisionCore]:
+             progress=None, latency=None) -> tuple[SimulationResult, DecisionCore]:
     """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
 
-    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them).
+    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them);
+    ``latency`` to Batsim's message timing (``simulator.engine.NO_LATENCY``: exact instants).
     """
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
     core = DecisionCore(scheduler)
-    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress)
+    extra = {} if latency is None else {"latency": latency}
+    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress, **extra)
     if prefix is not None:
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     result = sim.run(in_process(core), prefix=None if prefix is None else str(prefix))

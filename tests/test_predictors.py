@@ -9,7 +9,7 @@ import pytest
 
 from batsched_ml import runner
 from batsched_ml.core.job import RUNNING, Job
-from batsched_ml.predictors import Estimator, build_estimator
+from batsched_ml.predictors import Correction, Estimator, build_estimator
 from batsched_ml.predictors.basic import Clairvoyant, RequestedTime, UserAverage
 from batsched_ml.predictors.corrections import (
     LADDER,
@@ -42,11 +42,15 @@ class FakeCtx:
 
 
 class FakeScheduler:
-    def __init__(self):
+    def __init__(self, window=(-np.inf, np.inf)):
         self.reestimated = []
+        self.window = window
 
     def reestimate_running(self, job, now):
         self.reestimated.append((job.id, job.estimate, now))
+
+    def correction_window(self):
+        return self.window
 
 
 def complete(est, job, ctx, start, end, state="COMPLETED_SUCCESSFULLY"):
@@ -153,12 +157,14 @@ def test_incremental_ladder_sequence_through_the_estimator():
     est.attach(sched, ctx)
     job = _running(10.0)
     est.on_start(job, ctx)
+    est.after_pass(ctx)  # the scheduler's pass ends
     assert ctx.calls == [10.0]
     seen = []
     for _ in range(len(LADDER) + 1):
         ctx.now = job.start_time + job.estimate
         before = job.estimate
         assert est.on_call(ctx)
+        est.after_pass(ctx)
         seen.append(job.estimate - before)
         assert ctx.calls[-1] == job.estimate  # next call at the new predicted end
     assert seen == list(LADDER) + [LADDER[-1]]
@@ -189,12 +195,15 @@ def test_corrections_are_capped_at_requested_and_stop_there(correction):
     est.attach(FakeScheduler(), ctx)
     job = _running(50.0, walltime=80.0)
     est.on_start(job, ctx)
+    est.after_pass(ctx)
     ctx.now = 50.0
     assert est.on_call(ctx)
+    est.after_pass(ctx)
     assert job.estimate == 80.0
     n_calls = len(ctx.calls)
     ctx.now = 80.0
     assert not est.on_call(ctx)  # already at the cap: nothing changes
+    est.after_pass(ctx)
     assert len(ctx.calls) == n_calls  # and no call at/after the walltime is asked
 
 
@@ -204,6 +213,7 @@ def test_no_correction_means_no_calls_and_jobs_not_yet_due_untouched():
     est.attach(FakeScheduler(), ctx)
     job = _running(50.0)
     est.on_start(job, ctx)
+    est.after_pass(ctx)
     assert ctx.calls == [] and not est.on_call(FakeCtx(60.0))
     est2 = Estimator(RequestedTime(), IncrementalCorrection())
     est2.attach(FakeScheduler(), ctx)
@@ -219,6 +229,7 @@ def test_next_event_timing_asks_no_call_and_catches_up_as_of_each_due_date():
     est.attach(sched, ctx)
     job = _running(10.0)
     est.on_start(job, ctx)
+    est.after_pass(ctx)
     assert ctx.calls == []  # no CALL_ME_LATER: no extra protocol messages
     est.before_pass(9.0)
     assert job.estimate == 10.0 and not sched.reestimated
@@ -227,7 +238,6 @@ def test_next_event_timing_asks_no_call_and_catches_up_as_of_each_due_date():
     est.before_pass(400.0)
     assert job.estimate == 1270.0 and job.info["corrections"] == 3 and est.nb_corrections == 3
     assert sched.reestimated == [(job.id, 1270.0, 400.0)]  # the scheduler re-places it once
-    assert not est.on_call(FakeCtx(2000.0))  # calls belong to the immediate timing only
     est.before_pass(1269.0)
     assert job.estimate == 1270.0
 
@@ -239,6 +249,44 @@ def test_next_event_doubling_is_as_of_the_due_date_not_the_pass():
     est.on_start(job, FakeCtx(0.0))
     est.before_pass(350.0)  # due at 100 -> 200, due at 200 -> 400 > 350
     assert job.estimate == 400.0 and job.info["corrections"] == 2
+
+
+def test_calls_only_for_corrections_that_reach_the_window():
+    """EASY's window is the priority reservation: a correction that keeps the job planned to
+    end before it (or falls after it) cannot change a decision, so it gets no call."""
+    ctx = FakeCtx(0.0)
+    est = Estimator(RequestedTime(), IncrementalCorrection())
+    est.attach(FakeScheduler(window=(500.0, 10_000.0)), ctx)
+    job = _running(10.0)
+    est.on_start(job, ctx)
+    est.after_pass(ctx)
+    # due 10 -> 70 and 70 -> 370 stay before 500: skipped; due 370 -> 1270 reaches it
+    assert ctx.calls == [370.0] and job.estimate == 10.0
+    ctx.now = 370.0
+    assert est.on_call(ctx)  # the two skipped corrections are applied as of their due dates first
+    assert job.estimate == 1270.0 and job.info["corrections"] == 3
+
+    for window, expected in (((-np.inf, 5.0), []), (None, [])):  # reservation over first / empty queue
+        ctx2 = FakeCtx(0.0)
+        est2 = Estimator(RequestedTime(), IncrementalCorrection())
+        est2.attach(FakeScheduler(window=window), ctx2)
+        est2.on_start(_running(10.0), ctx2)
+        est2.after_pass(ctx2)
+        assert ctx2.calls == expected
+
+
+def test_a_correction_without_preview_is_called_at_every_due_date():
+    class Plus100(Correction):
+        def correct(self, job, now):
+            return job.estimate + 100.0
+
+    ctx = FakeCtx(0.0)
+    est = Estimator(RequestedTime(), Plus100())
+    est.attach(FakeScheduler(window=(500.0, 10_000.0)), ctx)
+    job = _running(10.0)
+    est.on_start(job, ctx)
+    est.after_pass(ctx)
+    assert ctx.calls == [10.0]
 
 
 def test_unknown_correction_timing_is_rejected():
@@ -403,3 +451,25 @@ def test_options_are_routed_by_prefix_and_misspelt_ones_are_errors():
         runner.build_scheduler("easy", gamma="small-area")  # misspelt: not silently ignored
     with pytest.raises(ValueError, match="without --predictor"):
         runner.build_scheduler("easy", predictor_gamma="small-area")
+
+
+@pytest.mark.parametrize("predictor", ["ave2", "eloss"])
+def test_skipping_irrelevant_calls_leaves_the_schedule_unchanged(tmp_path, predictor):
+    """With exact instants (no Batsim latency), EASY asking a call for every correction and
+    EASY asking only those that reach the priority reservation give the same schedule."""
+    from batsched_ml.simulator.engine import NO_LATENCY
+
+    outputs = {}
+    for tag in ("all", "relevant"):
+        sched = runner.build_scheduler("easy", predictor=predictor, correction="incremental",
+                                       backfill_order="sjbf")
+        if tag == "all":
+            sched.correction_window = lambda: (-np.inf, np.inf)
+        sched.estimator.call_margin = 2e-5  # no latency: calls exactly at the due dates
+        result, _ = runner.simulate(DATA / "platform-16.xml", DATA / "tiny.json.gz", sched,
+                                    prefix=tmp_path / tag, latency=NO_LATENCY)
+        outputs[tag] = (Path(result.jobs_csv).read_text(), result.messages,
+                        sched.report()["predictions"]["nb_corrections"])
+    assert outputs["relevant"][0] == outputs["all"][0]
+    assert outputs["relevant"][2] == outputs["all"][2]  # the same corrections, counted alike
+    assert outputs["relevant"][1] < outputs["all"][1]  # fewer round trips

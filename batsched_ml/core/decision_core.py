@@ -14,6 +14,8 @@ from .job import FINISHED, QUEUED, RUNNING, Job
 from .machine import Machine
 from .scheduler import Context, Scheduler, SchedulingError
 
+CALL_STAMP_TOLERANCE = 1e-6  # Batsim prints dates to the microsecond
+
 
 class DecisionCore:
     def __init__(self, scheduler: Scheduler):
@@ -82,8 +84,9 @@ class DecisionCore:
                     progress = event.job_progress.get(job_id)
                     sched.on_job_killed(job, None if progress is None else progress.get("progress"), ctx)
             elif kind is ev.RequestedCall:
-                # Batsim may deliver a call a little after the asked time.
-                self.calls_pending = {t for t in self.calls_pending if t > event.timestamp}
+                # Batsim may deliver a call a little after the asked time, and stamps it
+                # to the microsecond (a call due at 12.3456789 may arrive as 12.345678).
+                self.calls_pending = {t for t in self.calls_pending if t > event.timestamp + CALL_STAMP_TOLERANCE}
                 sched.on_requested_call(ctx)
             elif kind is ev.Notify:
                 if event.kind == ev.NO_MORE_STATIC_JOB_TO_SUBMIT:

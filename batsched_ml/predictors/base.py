@@ -90,9 +90,22 @@ class RuntimePredictor(Params):
 
 
 class Correction(Params):
-    """New total estimate for a running job with ``start + estimate <= now``."""
+    """New total estimate for a running job with ``start + estimate <= now``.
+
+    Implement ``advance`` (a pure step, so the estimator can preview future
+    corrections and skip calls that cannot matter); ``correct`` applies it and keeps
+    the correction's own state (e.g. a ladder position) in ``job.info``. A plugin
+    may override ``correct`` alone: it is then called at every due date.
+    """
 
     name = "correction"
 
     def correct(self, job, now: float) -> float:
+        estimate, job.info["correction_state"] = self.advance(
+            job.estimate, job.info.get("correction_state"), job, now)
+        return estimate
+
+    def advance(self, estimate: float, state, job, now: float) -> tuple:
+        """``(new estimate, new state)`` after a correction at ``now`` of ``job`` estimated
+        at ``estimate``; ``state`` is None before the job's first correction."""
         raise NotImplementedError

@@ -23,8 +23,8 @@ class RequestedCorrection(Correction):
 
     name = "requested"
 
-    def correct(self, job, now: float) -> float:
-        return _walltime(job)
+    def advance(self, estimate, state, job, now: float) -> tuple:
+        return _walltime(job), state
 
 
 class IncrementalCorrection(Correction):
@@ -36,17 +36,15 @@ class IncrementalCorrection(Correction):
     def __init__(self, steps=LADDER):
         self.steps = tuple(steps)
 
-    def correct(self, job, now: float) -> float:
+    def advance(self, estimate, state, job, now: float) -> tuple:
+        """``state``: how many steps were taken so far."""
         elapsed = now - job.start_time
-        k = job.info.get("ladder_step", 0)
-        estimate = job.estimate
+        k = state or 0
         while True:
             estimate += self.steps[min(k, len(self.steps) - 1)]
             k += 1
             if estimate > elapsed:
-                break
-        job.info["ladder_step"] = k
-        return estimate
+                return estimate, k
 
 
 class DoublingCorrection(Correction):
@@ -57,6 +55,6 @@ class DoublingCorrection(Correction):
     def __init__(self, factor: float = 2.0):
         self.factor = factor
 
-    def correct(self, job, now: float) -> float:
+    def advance(self, estimate, state, job, now: float) -> tuple:
         elapsed = max(now - job.start_time, 1.0)
-        return max(self.factor * elapsed, job.estimate + 1.0)
+        return max(self.factor * elapsed, estimate + 1.0), state

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..core.queue import JobQueue
 from ..core.scheduler import Context, Scheduler
 from ..policies.orders import SJBF
@@ -84,7 +86,16 @@ class QueueScheduler(Scheduler):
     def report(self) -> dict:
         return {} if self.estimator is None else {"predictions": self.estimator.report()}
 
-    def end_pass(self) -> None:
+    def correction_window(self) -> tuple[float, float] | None:
+        """When a running job's longer occupancy could change this scheduler's next pass:
+        ``(lo, hi)`` = only if the job is then planned to end after ``lo`` and the
+        correction falls before ``hi``; None = never (until the next event). The estimator
+        skips the calls of corrections outside it. By default every correction matters."""
+        return -math.inf, math.inf
+
+    def end_pass(self, ctx: Context | None = None) -> None:
         self._released = []
         self._ended = []
         self._dirty = False
+        if ctx is not None and self.estimator is not None:
+            self.estimator.after_pass(ctx)

@@ -26,4 +26,4 @@ class ConservativeBackfilling(ProfileScheduler):
             placement = profile.add_first_fit(job, self.span(job))
             if placement.started_now:
                 self.start(ctx, job, placement)
-        self.end_pass()
+        self.end_pass(ctx)

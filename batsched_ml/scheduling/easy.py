@@ -44,6 +44,11 @@ class EasyBackfilling(ProfileScheduler):
         profile, head = self.profile, self.priority
         old = profile.placed.get(head) if head is not None else None
         if old is not None:
+            end = job.start_time + self.span(job)
+            if end <= old.start or now >= old.end:
+                # outside the reservation: it stays valid, and stays the first fit
+                self._replace_running(job, now)
+                return
             profile.remove(head)
         self._replace_running(job, now)
         if head is None:
@@ -51,6 +56,21 @@ class EasyBackfilling(ProfileScheduler):
         new = profile.add_first_fit(head, self.span(head))
         if old is None or new is None or new.start != old.start or new.used != old.used:
             self._dirty = True
+
+    def correction_window(self):
+        """A correction matters only if the job's longer occupancy reaches into the priority
+        job's reservation (it may then move, and more jobs backfill); with an empty queue,
+        none does. Time-dependent orders or a starvation threshold may change the head at
+        any pass, so there every correction gets its call."""
+        if self.queue.policy.dynamic or self.starvation_threshold is not None:
+            return super().correction_window()
+        head = self.priority
+        if head is None:
+            return None
+        placement = self.profile.placed.get(head)
+        if placement is None:
+            return super().correction_window()
+        return placement.start - self.rjms_delay, placement.end
 
     def schedule(self, ctx: Context) -> None:
         now, profile = ctx.now, self.profile
@@ -64,7 +84,7 @@ class EasyBackfilling(ProfileScheduler):
         else:
             self._backfill(ctx, [j for j in self.queue.ordered(now) if j is not self.priority])
             self._ensure_priority(ctx)
-        self.end_pass()
+        self.end_pass(ctx)
 
     def _backfill(self, ctx: Context, candidates: list) -> None:
         profile = self.profile

@@ -25,4 +25,4 @@ class StrictFCFS(QueueScheduler):
             if self.estimator is not None:
                 self.estimator.on_start(head, ctx)
             head = queue.first(now)
-        self.end_pass()
+        self.end_pass(ctx)
