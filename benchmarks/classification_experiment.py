@@ -13,7 +13,9 @@ classifier's overall precision / recall, kills and the wall/training times.
 
 Probes: ``--reservations cores`` (batsched's EASY), ``--starvation-threshold S``, ``--seed N``,
 ``-o history=previous-weeks`` or any classifier hyper-parameter (``-o n_estimators=100``), and
-``-o small_threshold=P`` (benchmark-only: the forest answers small when its mean P(small) >= P).
+``-o small_threshold=P`` (the forest answers small when its mean P(small) is above P; the
+library's option, see ``batsched_ml.classifiers.models``). The class-clairvoyant variant has no
+model and ignores the model hyper-parameters among the ``-o`` options.
 With ``--out DIR`` the jobs CSVs and, per classifying run, ``*_classes.json`` (job id ->
 [predicted small, true small]) are kept. Results and their discussion: ``results/classification.md``.
 
@@ -34,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.analysis.metrics import compute_metrics  # noqa: E402
-from batsched_ml.classifiers.models import RandomForestJobClassifier  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
@@ -55,31 +56,9 @@ VARIANTS = {
     "classification-idempotent": {"classifier": "random-forest", "kill_false_small": True},
     "class-clairvoyant": {"classifier": "clairvoyant"},
 }
-
-
-class ThresholdForest(RandomForestJobClassifier):
-    """The library's random forest, answering small when the forest's mean probability of
-    "small" reaches ``small_threshold`` (0.5 = the library's majority; lower = more recall,
-    less precision). Benchmark-only: it probes the classifier's operating point."""
-
-    name = "random-forest-threshold"
-
-    def __init__(self, small_threshold=0.5, **params):
-        super().__init__(**params)
-        self.small_threshold = small_threshold
-
-    def classify(self, job, x, divider) -> bool:
-        if self.constant_ is not None:
-            return bool(self.constant_)
-        s1 = 0.0
-        trees = self._compiled.trees
-        for left, right, feature, threshold, p0, p1 in trees:
-            node, nxt = 0, left[0]
-            while nxt != -1:
-                node = nxt if x[feature[node]] <= threshold[node] else right[node]
-                nxt = left[node]
-            s1 += p1[node]
-        return s1 / len(trees) >= self.small_threshold
+# options of the learned models (batsched_ml.classifiers.models), meaningless for the clairvoyant one
+MODEL_OPTIONS = ("n_estimators", "max_depth", "min_samples_leaf", "max_samples", "max_features", "n_jobs",
+                 "max_iter", "learning_rate", "max_leaf_nodes", "small_threshold", "classifier_options")
 
 
 def load_trace(name: str, max_jobs: int | None = None) -> dict:
@@ -99,15 +78,11 @@ def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, 
             reservations: str = "count", starvation_threshold: float | None = None,
             options: dict | None = None) -> dict:
     opts = dict(VARIANTS[variant])
-    given = dict(options or {})
-    options = dict(given)
+    options = dict(options or {})
     if "classifier" in opts:
         opts.update(calendar_options(workload))
-        threshold = options.pop("small_threshold", None)
-        if threshold is not None and opts["classifier"] == "random-forest":
-            params = {k: options.pop(k) for k in list(options)
-                      if k in ("n_estimators", "max_depth", "min_samples_leaf", "max_samples", "max_features")}
-            opts["classifier"] = ThresholdForest(small_threshold=float(threshold), random_state=seed, **params)
+        if opts["classifier"] == "clairvoyant":
+            options = {k: v for k, v in options.items() if k not in MODEL_OPTIONS}
         opts.update(options)
     sched = build_scheduler("easy", policy=policy, seed=seed, reservations=reservations,
                             starvation_threshold=starvation_threshold, **opts)
@@ -117,7 +92,7 @@ def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, 
     wall = time.perf_counter() - t0
     m = compute_metrics(result.jobs_csv, taus=(60.0,))
     row = {"trace": tag, "policy": policy, "variant": variant, "reservations": reservations,
-           "starvation_threshold": starvation_threshold, "options": given if "classifier" in VARIANTS[variant] else {}, "jobs": m["jobs"],
+           "starvation_threshold": starvation_threshold, "options": options if "classifier" in VARIANTS[variant] else {}, "jobs": m["jobs"],
            "avebsld": m["avebsld_tau60"], "cumbsld": m["avebsld_tau60"] * m["jobs"],
            "killed_attempts": m["killed_attempts"], "wasted_core_seconds": m["wasted_core_seconds"],
            "wall": wall, "unfinished": len(result.unfinished)}

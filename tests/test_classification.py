@@ -11,11 +11,13 @@ import pytest
 from batsched_ml.analysis.metrics import merge_attempts, read_jobs_csv
 from batsched_ml.classifiers import (
     CalendarClock,
+    GradientBoostingJobClassifier,
     JobClassifier,
     RandomForestJobClassifier,
     SmallFirst,
     build_classification_scheduler,
 )
+from batsched_ml.classifiers.models import small_from_proba
 from batsched_ml.core.decision_core import DecisionCore
 from batsched_ml.protocol import events as ev
 from batsched_ml.runner import build_scheduler, simulate
@@ -197,6 +199,104 @@ def test_compiled_forest_matches_sklearn():
     fast = np.array([c.classify(None, list(t), 1.0) for t in T], dtype=int)
     assert (fast == c.predict(T)).all()
     assert 0.3 < fast.mean() < 0.7
+
+
+def _mixed_region_data(seed=0):
+    """x = 0: all large, x = 2: all small, x = 1: 40% small (P(small) ~ 0.4 there); a constant column."""
+    rng = np.random.default_rng(seed)
+    x = np.repeat([0.0, 1.0, 2.0], 300)
+    y = np.concatenate([np.zeros(300), rng.permutation(np.arange(300) < 120), np.ones(300)]).astype(int)
+    X = np.column_stack([x, np.ones_like(x)])
+    T = np.column_stack([np.repeat([0.0, 1.0, 2.0], 50), np.ones(150)])
+    return X, y, T
+
+
+@pytest.mark.parametrize("model", [RandomForestJobClassifier, GradientBoostingJobClassifier])
+def test_small_threshold_direction(model):
+    X, y, T = _mixed_region_data()
+    kw = {"n_estimators": 20, "min_samples_leaf": 20} if model is RandomForestJobClassifier else \
+        {"max_iter": 100, "max_depth": 1}
+    preds = {t: model(random_state=1, small_threshold=t, **kw).fit(X, y).predict(T)
+             for t in (0.2, 0.35, 0.5, 0.65, 0.8)}
+    for lo, hi in ((0.2, 0.35), (0.35, 0.5), (0.5, 0.65), (0.65, 0.8)):
+        assert (preds[lo] >= preds[hi]).all()  # a lower threshold keeps every small and may add some
+    # the x = 1 jobs (P(small) ~ 0.4) are small at 0.35 only: strictly more small jobs
+    assert (preds[0.35][50:100] == 1).all() and (preds[0.5][50:100] == 0).all()
+    assert preds[0.35].sum() > preds[0.5].sum()
+    assert (preds[0.5][:50] == 0).all() and (preds[0.8][100:] == 1).all()
+    proba = model(random_state=1, small_threshold=0.35, **kw).fit(X, y).predict_proba(T)
+    assert np.array_equal(proba, model(random_state=1, **kw).fit(X, y).predict_proba(T))  # proba unchanged
+
+
+def test_small_threshold_forest_classify_follows_predict():
+    # quarter-integer features: exact in float32, in which scikit-learn's trees compare (the compiled
+    # forest compares the float64 values: on features that are not float32-exact, such as 0.1, the two
+    # may take different branches on values within float32 rounding of a split)
+    rng = np.random.default_rng(4)
+    X = np.round(4 * rng.normal(size=(1500, 20))) / 4
+    y = (X[:, 0] + 0.7 * rng.normal(size=1500) > 0).astype(int)
+    T = np.round(4 * rng.normal(size=(500, 20))) / 4
+    counts = []
+    for t in (0.3, 0.35, 0.5, 0.7):
+        c = RandomForestJobClassifier(n_estimators=15, random_state=1, small_threshold=t).fit(X, y)
+        fast = np.array([c.classify(None, list(row), 1.0) for row in T], dtype=int)
+        assert (fast == c.predict(T)).all()
+        assert (fast == (c.predict_proba(T)[:, 1] > t)).sum() >= len(T) - 1  # P(small) > t, up to rounding
+        counts.append(fast.sum())
+    assert counts[0] >= counts[1] > counts[2] > counts[3]
+
+
+def test_small_threshold_default_is_the_majority_rule():
+    rng = np.random.default_rng(5)
+    X = np.round(rng.normal(size=(800, 6)), 1)
+    y = (X[:, 0] + rng.normal(size=800) > 0).astype(int)
+    T = np.round(rng.normal(size=(400, 6)), 1)
+    default = RandomForestJobClassifier(n_estimators=9, random_state=2).fit(X, y)
+    half = RandomForestJobClassifier(n_estimators=9, random_state=2, small_threshold=0.5).fit(X, y)
+    assert default.small_threshold == 0.5
+    proba = default.predict_proba(T)
+    # predict before the option: argmax of predict_proba, ties -> 0 (large)
+    assert np.array_equal(default.predict(T), np.argmax(proba, axis=1))
+    assert np.array_equal(half.predict(T), default.predict(T))
+    # the compiled forest's own comparison before the option: sum of per-tree P(small) > sum of P(large)
+    trees = default._compiled.trees
+    for row in T:
+        s0 = s1 = 0.0
+        for left, right, feature, threshold, p0, p1 in trees:
+            node = 0
+            while left[node] != -1:
+                node = left[node] if row[feature[node]] <= threshold[node] else right[node]
+            s0 += p0[node]
+            s1 += p1[node]
+        assert half.classify(None, list(row), 1.0) == (s1 > s0) == default.classify(None, list(row), 1.0)
+    # tie rule: exactly at the threshold is large, at 0.5 as at any other threshold
+    assert small_from_proba(np.array([[0.5, 0.5], [0.4, 0.6]]), 0.5).tolist() == [0, 1]
+    for t in (0.35, 0.5, 0.8):
+        assert small_from_proba(np.array([[1 - t, t]]), t).tolist() == [0]
+    # an unfitted or one-class model answers its constant whatever the threshold
+    one = RandomForestJobClassifier(small_threshold=0.2).fit(X, np.zeros(len(X)))
+    assert one.predict(T).sum() == 0 and not one.classify(None, list(T[0]), 1.0)
+    assert RandomForestJobClassifier(small_threshold=0.8).fit(X, np.ones(len(X))).predict(T).all()
+
+
+@pytest.mark.parametrize("value", [0, 1, 0.0, 1.0, -0.1, 1.5, float("nan"), "0.35", True, None])
+def test_small_threshold_bad_values(value):
+    for model in (RandomForestJobClassifier, GradientBoostingJobClassifier):
+        with pytest.raises(ValueError, match="small_threshold must be a number strictly between 0 and 1"):
+            model(small_threshold=value)
+    with pytest.raises(ValueError, match="small_threshold"):
+        build_scheduler("easy", classifier="random-forest", small_threshold=value)
+
+
+def test_small_threshold_option_reaches_the_classifier():
+    s = build_scheduler("easy", classifier="random-forest", kill_false_small=True, small_threshold=0.35)
+    assert s.classifier.small_threshold == 0.35
+    assert s.report()["classification"]["classifier_params"]["small_threshold"] == 0.35
+    s = build_scheduler("easy", classifier="gradient-boosting", small_threshold=0.6)
+    assert s.classifier.small_threshold == 0.6
+    assert build_scheduler("easy", classifier="random-forest").classifier.small_threshold == 0.5
+    with pytest.raises(ValueError, match="'clairvoyant' does not take option"):
+        build_scheduler("easy", classifier="clairvoyant", small_threshold=0.35)
 
 
 def test_calendar_clock():

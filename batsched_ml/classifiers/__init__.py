@@ -18,6 +18,9 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
   when the workload file carries no ``swf`` object;
 * ``classifier_options``: a dict of classifier hyper-parameters, or directly
   ``n_estimators``, ``max_depth``, ``n_jobs``, ... (see ``models``);
+* ``small_threshold``: learned classifiers class a job small when its predicted
+  P(small) exceeds this (0 < t < 1; default 0.5 = majority; 0.35 is Zrigui et
+  al.'s operating point on KTH-SP2: more recall of small jobs, less precision);
 * ``store_classes``: keep every job's class in the report (default true).
 """
 
@@ -48,7 +51,7 @@ __all__ = [
 ]
 
 _CLASSIFIER_PARAMS = ("n_estimators", "max_depth", "min_samples_leaf", "max_samples", "max_features", "n_jobs",
-                      "max_iter", "learning_rate", "max_leaf_nodes")
+                      "max_iter", "learning_rate", "max_leaf_nodes", "small_threshold")
 _SUBCLASSES: dict = {}
 
 
@@ -61,7 +64,24 @@ def build_classifier(classifier, seed: int = 0, **params):
         from ..plugins import load
 
         classifier = load("classifiers", classifier)
+    unknown = _unknown_params(classifier, params)
+    if unknown:
+        raise ValueError(f"classifier {getattr(classifier, 'name', classifier.__name__)!r} does not take "
+                         f"option(s) {', '.join(unknown)}")
     return classifier(random_state=seed, **params)
+
+
+def _unknown_params(cls, params: dict) -> list:
+    """The keys of ``params`` that ``cls``'s constructor does not accept (none if it takes ``**kwargs``)."""
+    import inspect
+
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return []
+    return sorted(k for k in params if k not in sig.parameters)
 
 
 def classification_class(cls):

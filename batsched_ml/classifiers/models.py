@@ -10,11 +10,40 @@ which lets a model answer one job much faster than scikit-learn's per-call
 overhead allows (the random forest walks its compiled trees in plain Python,
 ~0.1 ms instead of ~10 ms), and lets the clairvoyant baseline look at the job
 itself. ``feature_importances_`` is None when the model has none.
+
+The learned classifiers (random forest, gradient boosting) take ``small_threshold``
+``t`` (0 < t < 1, default 0.5): a job is classed small when its predicted
+P(small) is above the threshold; lower values trade precision for recall of the
+small class (Zrigui et al.'s operating point is near t = 0.35 on KTH-SP2).
+Tie rule: a job whose P(small) is exactly t is *large*, at every threshold, so
+that t = 0.5 is exactly the majority rule used before the option existed
+(``argmax`` with ties to class 0, large); the code keeps that very comparison at
+0.5, so default results are unchanged bit for bit. Elsewhere the test is
+``P(small) * (1 - t) > P(large) * t`` (= ``P(small) > t`` when the two add up
+to 1, without depending on their sum's rounding). ``predict`` and ``classify``
+follow the threshold; ``predict_proba`` does not depend on it.
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+
+
+def check_small_threshold(value) -> float:
+    """``value`` as a float strictly between 0 and 1, else a ValueError saying why."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:  # NaN too
+        raise ValueError(f"small_threshold must be a number strictly between 0 and 1 (a job is small when "
+                         f"its predicted P(small) exceeds it; 0.5 = majority), got {value!r}")
+    return float(value)
+
+
+def small_from_proba(proba, small_threshold: float = 0.5) -> np.ndarray:
+    """1 (small) where ``P(small) * (1 - t) > P(large) * t``, else 0 (ties -> large, like argmax at t = 0.5)."""
+    proba = np.asarray(proba, dtype=np.float64)
+    t = small_threshold
+    return (proba[:, 1] * (1.0 - t) > proba[:, 0] * t).astype(np.int64)
 
 
 class JobClassifier:
@@ -61,8 +90,12 @@ class JobClassifier:
         raise NotImplementedError
 
     def predict(self, X) -> np.ndarray:
+        """1 = small, 0 = large; with ``small_threshold`` (learned models) small when P(small) exceeds it."""
         proba = self.predict_proba(X)
-        return np.argmax(proba, axis=1).astype(np.int64)
+        threshold = getattr(self, "small_threshold", 0.5)
+        if threshold == 0.5:
+            return np.argmax(proba, axis=1).astype(np.int64)
+        return small_from_proba(proba, threshold)
 
     def classify(self, job, x, divider) -> bool:
         if self.constant_ is not None:
@@ -78,7 +111,8 @@ class _CompiledForest:
     """The trees of a fitted forest as plain lists, for fast one-row predictions.
 
     Leaf values are normalised per tree exactly as ``DecisionTreeClassifier.predict_proba``
-    does, summed over trees in tree order, and compared like ``argmax`` (ties -> class 0).
+    does, summed over trees in tree order, and compared as ``s1 * (1 - t) > s0 * t`` for the
+    threshold ``t`` on P(small): at t = 0.5 exactly like ``argmax`` (ties -> class 0, large).
     """
 
     def __init__(self, estimators):
@@ -92,7 +126,7 @@ class _CompiledForest:
             self.trees.append((t.children_left.tolist(), t.children_right.tolist(), t.feature.tolist(),
                                t.threshold.tolist(), frac[:, 0].tolist(), frac[:, 1].tolist()))
 
-    def predict_one(self, x) -> int:
+    def predict_one(self, x, small_threshold: float = 0.5) -> int:
         s0 = s1 = 0.0
         for left, right, feature, threshold, p0, p1 in self.trees:
             node = 0
@@ -102,7 +136,11 @@ class _CompiledForest:
                 nxt = left[node]
             s0 += p0[node]
             s1 += p1[node]
-        return 1 if s1 > s0 else 0
+        if small_threshold == 0.5:
+            return 1 if s1 > s0 else 0
+        # the same sums divided by the number of trees are scikit-learn's predict_proba, bit for bit
+        n = len(self.trees)
+        return 1 if (s1 / n) * (1.0 - small_threshold) > (s0 / n) * small_threshold else 0
 
 
 class RandomForestJobClassifier(JobClassifier):
@@ -111,14 +149,16 @@ class RandomForestJobClassifier(JobClassifier):
     Defaults keep the weekly retraining fast on full traces (measured on KTH-SP2: same
     precision/recall as 50-100 deeper trees): 30 trees, depth 12, leaves of at least 3 jobs, and each tree bootstrapped on at most ``max_samples``
     jobs (beyond that the history is subsampled, so a retraining costs about the same
-    however long the history).
+    however long the history). ``small_threshold`` (0 < t < 1, default 0.5): a job is
+    small when the forest's mean P(small) exceeds it (see the module docstring).
     """
 
     name = "random-forest"
 
     def __init__(self, n_estimators=30, max_depth=12, min_samples_leaf=3, max_samples=5000,
-                 max_features="sqrt", n_jobs=1, random_state=None):
+                 max_features="sqrt", n_jobs=1, random_state=None, small_threshold=0.5):
         super().__init__(random_state)
+        self.small_threshold = check_small_threshold(small_threshold)
         self.n_estimators = n_estimators
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
@@ -148,17 +188,21 @@ class RandomForestJobClassifier(JobClassifier):
     def classify(self, job, x, divider) -> bool:
         if self.constant_ is not None:
             return bool(self.constant_)
-        return self._compiled.predict_one(x) == 1
+        return self._compiled.predict_one(x, self.small_threshold) == 1
 
 
 class GradientBoostingJobClassifier(JobClassifier):
-    """scikit-learn's HistGradientBoostingClassifier (shows the classifier seam)."""
+    """scikit-learn's HistGradientBoostingClassifier (shows the classifier seam).
+
+    ``small_threshold`` (0 < t < 1, default 0.5): small when P(small) exceeds it.
+    """
 
     name = "gradient-boosting"
 
     def __init__(self, max_iter=100, learning_rate=0.1, max_depth=None, max_leaf_nodes=31,
-                 random_state=None):
+                 random_state=None, small_threshold=0.5):
         super().__init__(random_state)
+        self.small_threshold = check_small_threshold(small_threshold)
         self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.max_depth = max_depth
