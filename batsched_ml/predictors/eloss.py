@@ -95,6 +95,9 @@ class NAGRegressor(Params):
         self.norm_ = 0.0
         self.t_ = 0
         self._inv_scale = np.zeros(d)
+        # step buffer: entries stay 0 until their G_i > 0, and G_i never decreases, so
+        # ``np.divide(..., where=G > 0)`` can write into it without clearing it first
+        self._step_buf = np.zeros(d)
 
     def predict(self, X):
         X = np.asarray(X, dtype=float)
@@ -143,8 +146,9 @@ class NAGRegressor(Params):
             grad += (2.0 * self.alpha) * w
         G += grad * grad
         root = np.sqrt(G)
-        step = np.divide(grad * inv_s, root, out=np.zeros_like(grad), where=root > 0)
-        w -= (self.eta * math.sqrt(self.t_ / self.norm_)) * step
+        step = np.divide(grad * inv_s, root, out=self._step_buf, where=root > 0)
+        step *= self.eta * math.sqrt(self.t_ / self.norm_)
+        w -= step
 
 
 class _User:
