@@ -240,6 +240,31 @@ def test_real_batsim_classifier_kills_through_our_server(tmp_path):
     assert share >= 0.995
 
 
+@needs_batsim
+@pytest.mark.parametrize("timing", ["immediate", "next-event"])
+def test_real_batsim_runs_the_eloss_triple_through_our_server(tmp_path, timing):
+    """Corrections on the real Batsim: every CALL_ME_LATER is in Batsim's future, every job ends
+    once, and the schedule is the embedded simulator's."""
+    platform, workload, _ = BIG
+    endpoint = free_endpoint()
+    options = dict(policy="fcfs", predictor="eloss", correction="incremental", backfill_order="sjbf",
+                   correction_timing=timing)
+    scheduler = build_scheduler("easy", **options)
+    server = Server(scheduler, endpoint)
+    run = run_batsim(platform, plain_workload(workload, tmp_path), tmp_path / "real", endpoint)
+    assert server.join() == 0, server.err.getvalue()
+    assert run.returncode == 0, run.stdout + run.stderr
+    real = read_jobs(tmp_path / "real_jobs.csv")
+    assert {row["final_state"] for row in real.values()} <= {"COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED"}
+    assert scheduler.report()["predictions"]["nb_corrections"] > 0
+    embedded_scheduler = build_scheduler("easy", **options)
+    embedded, _ = simulate(platform, workload, embedded_scheduler, prefix=tmp_path / "embedded")
+    emb = read_jobs(Path(embedded.jobs_csv))
+    assert set(emb) == set(real)
+    share, states = compare(real, emb, 5.0)
+    assert share >= 0.99 and states == 0
+
+
 @needs_batsched
 @pytest.mark.parametrize("variant, options", [("easy", ["-v", "easy_bf"]), ("conservative", ["-v", "conservative_bf"])])
 def test_our_simulator_drives_the_cpp_batsched(tmp_path, variant, options):
