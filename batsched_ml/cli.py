@@ -138,6 +138,14 @@ def cmd_metrics(args) -> int:
     return 0
 
 
+def cmd_plot(args) -> int:
+    from .analysis.plots import plot_runs
+
+    plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
+    print(f"wrote {args.output}")
+    return 0
+
+
 def cmd_plugins(args) -> int:
     from .plugins import GROUPS, available
 
@@ -192,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bounded-slowdown threshold in seconds (repeatable; default 10 and 60)")
     p.add_argument("--nb-cores", type=int, default=None, help="machine size, for utilisation")
     p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
+    p.add_argument("jobs_csv", nargs="+", help="one or more PREFIX_jobs.csv files, one curve each")
+    p.add_argument("-o", "--output", required=True, help="image file (format from the suffix: .png, .pdf, .svg)")
+    p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
+                   help="cumbsld: cumulative bounded slowdown over time (Zrigui et al. Fig. 6, default); "
+                   "wait-ecdf: distribution of waiting times")
+    p.add_argument("--tau", type=float, default=60.0, help="bounded-slowdown threshold for cumbsld (default 60)")
+    p.add_argument("--label", action="append", default=None, help="curve label, once per CSV (default: the prefix)")
+    p.add_argument("--title", default=None)
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("plugins", help="list every plugin by kind")
     p.set_defaults(func=cmd_plugins)

@@ -3,6 +3,7 @@ prints them as one clear line and exits 2 instead of showing a traceback."""
 
 from __future__ import annotations
 
+from .analysis.plots import PlotError
 from .core.machine import MachineError
 from .core.scheduler import SchedulingError
 from .plugins import PluginError
@@ -19,4 +20,4 @@ def _protocol_error():
 
 
 USER_ERRORS = (WorkloadError, SwfFormatError, PlatformError, PluginError, SimulationError, SchedulingError,
-               MachineError, OSError, ValueError, *_protocol_error())
+               MachineError, PlotError, OSError, ValueError, *_protocol_error())

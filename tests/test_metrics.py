@@ -341,3 +341,35 @@ def test_format_metrics_is_aligned(tmp_path):
         elif isinstance(value, float) and not math.isnan(value):
             assert float(line.split()[-1].replace(",", "")) == pytest.approx(value, rel=1e-3,
                                                                              abs=1e-3)
+
+
+# -------------------------------------------------------------------- plots
+def test_plot_draws_one_cumulative_bsld_curve_per_run(tmp_path):
+    pytest.importorskip("matplotlib")
+    from batsched_ml.analysis import cumulative_bsld
+    from batsched_ml.analysis.plots import plot_runs
+
+    runs = [DATA / "tiny.easy_jobs.csv", DATA / "kill-requeue_jobs.csv"]
+    out = tmp_path / "cum.png"
+    fig = plot_runs(runs, out, kind="cumbsld", tau=60.0)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = fig.axes[0].lines
+    assert [line.get_label() for line in lines] == ["tiny.easy", "kill-requeue"]
+    for line, run in zip(lines, runs):
+        times, cum = cumulative_bsld(run, 60.0)
+        assert np.allclose(line.get_xdata(), times / 86400.0) and np.allclose(line.get_ydata(), cum)
+    # a requeued job counts once: the curve has one point per original job
+    assert len(lines[1].get_xdata()) == len({row["job_id"].split("#")[0]
+                                             for row in csv.DictReader(open(runs[1]))})
+
+
+def test_plot_command_and_its_errors(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from batsched_ml.cli import main
+
+    out = tmp_path / "waits.svg"
+    assert main(["plot", str(DATA / "tiny.easy_jobs.csv"), "-o", str(out), "--kind", "wait-ecdf",
+                 "--label", "EASY"]) == 0
+    assert out.read_text().lstrip().startswith("<?xml")
+    assert main(["plot", str(DATA / "tiny.easy_jobs.csv"), "-o", str(out), "--label", "a", "--label", "b"]) == 2
+    assert "2 labels for 1 runs" in capsys.readouterr().err
