@@ -7,15 +7,15 @@ from pathlib import Path
 
 from .core.decision_core import DecisionCore
 from .plugins import load
-from .simulator.engine import SimulationResult, Simulator
+from .simulator.engine import BATSIM_LATENCY, SimulationResult, Simulator
 from .workloads import load_workload, read_platform
 
 
 def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations: str = "count",
                     backfill_order: str = "queue", starvation_threshold: float | None = None, *,
                     predictor: str | None = None, correction: str | None = None,
-                    correction_timing: str = "immediate", classifier: str | None = None, kill_false_small: bool = False, seed: int = 0,
-                    **options):
+                    correction_timing: str = "immediate", classifier: str | None = None,
+                    kill_false_small: bool = False, seed: int = 0, **options):
     """Instantiate the scheduler plugin ``scheduler`` with its options.
 
     ``predictor``/``correction``/``correction_timing`` attach a runtime estimator (see ``predictors``;
@@ -90,8 +90,8 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
     core = DecisionCore(scheduler)
-    extra = {} if latency is None else {"latency": latency}
-    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress, **extra)
+    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress,
+                    latency=BATSIM_LATENCY if latency is None else latency)
     if prefix is not None:
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     result = sim.run(in_process(core), prefix=None if prefix is None else str(prefix))

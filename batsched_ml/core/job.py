@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 # Life cycle as the decision core sees it.
@@ -45,6 +47,11 @@ class Job:
     @property
     def has_walltime(self) -> bool:
         return self.walltime > 0
+
+    @property
+    def walltime_cap(self) -> float:
+        """The walltime, or infinity when there is none (what an estimate may grow to)."""
+        return self.walltime if self.walltime > 0 else math.inf
 
     @property
     def expected_end(self) -> float:

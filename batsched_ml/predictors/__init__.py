@@ -120,7 +120,7 @@ class Estimator:
         if self.correction is not None:
             # corrections that fell due while it ran but that no pass needed (skipped calls,
             # next-event timing): counted as calls at every due date would count them
-            while job.start_time + job.estimate < job.end_time and self._correct(job, job.start_time + job.estimate):
+            while job.expected_end < job.end_time and self._correct(job, job.expected_end):
                 pass
         self.predictor.job_ended(job, ctx.now)
         if job.final_state in LEARNED_STATES and job.start_time >= 0:
@@ -146,7 +146,7 @@ class Estimator:
         changed = False
         for job in self._overdue(now):
             grew = False
-            while job.start_time + job.estimate <= now and self._correct(job, job.start_time + job.estimate):
+            while job.expected_end <= now and self._correct(job, job.expected_end):
                 grew = True
             if grew:
                 changed = True
@@ -188,7 +188,7 @@ class Estimator:
         for at, _, job in self._due:
             if at >= hi or (best is not None and at >= best):
                 break
-            if job.id not in running or at != job.start_time + job.estimate:
+            if job.id not in running or at != job.expected_end:
                 continue  # ended, or an older due date of a job corrected since
             cached = reach.get(job.id)
             if cached is not None and cached[0] == window and cached[1] == at:
@@ -208,7 +208,7 @@ class Estimator:
             return start + estimate  # already planned into the window: any growth matters
         if not self._pure:
             return start + estimate
-        cap = job.walltime if job.has_walltime else math.inf
+        cap = job.walltime_cap
         state = job.info.get("correction_state")
         while True:
             due = start + estimate
@@ -229,7 +229,7 @@ class Estimator:
         k = bisect.bisect_right(due, (now, math.inf))
         jobs, seen, running = [], set(), self._running
         for at, _, job in due[:k]:
-            if job.id in running and job.start_time + job.estimate <= now and job.id not in seen:
+            if job.id in running and job.expected_end <= now and job.id not in seen:
                 seen.add(job.id)
                 jobs.append(job)
         del due[:k]
@@ -238,7 +238,7 @@ class Estimator:
     def _correct(self, job, now: float) -> bool:
         """Apply the correction to ``job`` as of ``now`` (capped at its walltime); False if
         the estimate cannot grow."""
-        cap = job.walltime if job.has_walltime else math.inf
+        cap = job.walltime_cap
         if job.estimate >= cap:
             return False
         new = min(float(self.correction.correct(job, now)), cap)
@@ -254,9 +254,8 @@ class Estimator:
     def _remember(self, job) -> None:
         """Note ``job``'s predicted end as due for a correction, unless Batsim's walltime
         kill comes first."""
-        at = job.start_time + job.estimate
-        limit = job.start_time + job.walltime if job.has_walltime else math.inf
-        if at < limit:
+        at = job.expected_end
+        if at < job.start_time + job.walltime_cap:
             self._seq += 1
             bisect.insort(self._due, (at, self._seq, job))
 

@@ -5,17 +5,13 @@ from __future__ import annotations
 from .base import RuntimePredictor
 
 
-def _requested(job) -> float:
-    return job.walltime if job.walltime > 0 else float("inf")
-
-
 class RequestedTime(RuntimePredictor):
     """The user's requested time (the walltime): plain EASY."""
 
     name = "requested"
 
     def predict(self, job, now: float = 0.0) -> float:
-        return _requested(job)
+        return job.walltime_cap
 
 
 class Clairvoyant(RuntimePredictor):
@@ -24,7 +20,7 @@ class Clairvoyant(RuntimePredictor):
     name = "clairvoyant"
 
     def predict(self, job, now: float = 0.0) -> float:
-        return job.runtime if job.runtime is not None else _requested(job)
+        return job.runtime if job.runtime is not None else job.walltime_cap
 
 
 class UserAverage(RuntimePredictor):
@@ -47,7 +43,7 @@ class UserAverage(RuntimePredictor):
     def predict(self, job, now: float = 0.0) -> float:
         last = self.history_.get(job.data.get("user"))
         if not last:
-            return _requested(job)
+            return job.walltime_cap
         return sum(last) / len(last)
 
     def partial_fit(self, job, runtime: float, now: float = 0.0):

@@ -14,17 +14,13 @@ LADDER = (1 * MINUTE, 5 * MINUTE, 15 * MINUTE, 30 * MINUTE, 1 * HOUR, 2 * HOUR, 
           20 * HOUR, 50 * HOUR, 100 * HOUR)
 
 
-def _walltime(job) -> float:
-    return job.walltime if job.walltime > 0 else float("inf")
-
-
 class RequestedCorrection(Correction):
     """Jump straight to the requested time."""
 
     name = "requested"
 
     def advance(self, estimate, state, job, now: float) -> tuple:
-        return _walltime(job), state
+        return job.walltime_cap, state
 
 
 class IncrementalCorrection(Correction):

@@ -93,9 +93,9 @@ class QueueScheduler(Scheduler):
         skips the calls of corrections outside it. By default every correction matters."""
         return -math.inf, math.inf
 
-    def end_pass(self, ctx: Context | None = None) -> None:
+    def end_pass(self, ctx: Context) -> None:
         self._released = []
         self._ended = []
         self._dirty = False
-        if ctx is not None and self.estimator is not None:
+        if self.estimator is not None:
             self.estimator.after_pass(ctx)
