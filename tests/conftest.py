@@ -53,7 +53,7 @@ def dask_scheduler_address():
     try:
         for _ in range(2):
             procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
-                                           "--nthreads", "1", "--nworkers", "1", "--no-dashboard",
+                                           "--nthreads", "1", "--no-nanny", "--no-dashboard",
                                            "--host", "127.0.0.1"], **quiet))
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(2, timeout=120)
