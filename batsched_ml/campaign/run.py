@@ -79,7 +79,10 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
     todo = list({t.key: t for t in tasks if t.key not in done}.values())  # identical runs once
     todo.sort(key=lambda t: -t.nb_jobs)  # biggest first: the last tasks to finish are short
     outcome = CampaignOutcome(results_dir, tasks=len(tasks), cached=sum(t.key in done for t in tasks))
-    where = scheduler_address or f"a local cluster of {workers or 'all'} worker(s)"
+    from .executor import default_workers
+
+    where = scheduler_address or ("this process" if workers == 0 else
+                                  f"a local Dask cluster of {workers or default_workers()} worker(s)")
     log(f"campaign {campaign.name}: {len(tasks)} tasks, {outcome.cached} cached, {len(todo)} to run"
         + (f" on {where}" if todo else ""))
     failures: dict[str, str] = {}
