@@ -289,3 +289,28 @@ def test_generated_trace_through_the_lublin_model(tmp_path):
     run(write(tmp_path, text), out, workers=0)
     (row,) = read_results(out)
     assert row["status"] == "ok" and row["jobs"] == 200
+
+
+def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
+    """A real SIGINT to `batsched-ml campaign run` (as Ctrl-C sends), then a resume."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "batsched_ml.cli", "campaign", "run", str(ROOT / "experiments" / "sample.toml"),
+           "-o", str(out), "-q", "--workers", "0", "--no-report"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while not len(list(out.glob("cache/*.json"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "run again to resume" in err
+    stored = len(read_results(out))
+    assert 1 <= stored < 10
+    resumed = run(ROOT / "experiments" / "sample.toml", out, workers=0)
+    assert (resumed.cached, resumed.computed) == (stored, 10 - stored)
