@@ -314,3 +314,26 @@ def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
     assert 1 <= stored < 10
     resumed = run(ROOT / "experiments" / "sample.toml", out, workers=0)
     assert (resumed.cached, resumed.computed) == (stored, 10 - stored)
+
+
+def test_check_prints_each_config_as_simulate_flags(capsys):
+    assert main(["campaign", "check", str(ROOT / "experiments" / "sample.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "campaign sample: 1 trace(s)" in out
+    assert "eloss-triple: batsched-ml simulate ... --predictor eloss --correction incremental --backfill-order sjbf" in out
+
+
+def test_generator_string_is_parsed_and_a_missing_generator_is_a_clear_error(tmp_path):
+    import importlib.util
+
+    from batsched_ml.campaign.spec import parse_generate
+
+    text = '[traces.L]\ngenerate = "lublin:cores=64,jobs=200,seed=3"\n[configs.easy]\n'
+    if importlib.util.find_spec("batsched_ml.workloads.lublin") is None:
+        with pytest.raises(CampaignError, match="lublin generator .* is not installed"):
+            load_campaign(write(tmp_path, text))
+    else:
+        assert parse_generate("lublin:cores=64,jobs=200,seed=3", "x") == {"model": "lublin", "cores": 64,
+                                                                            "jobs": 200, "seed": 3}
+    with pytest.raises(CampaignError, match="unknown model 'feitelson'"):
+        parse_generate({"model": "feitelson"}, "x")
