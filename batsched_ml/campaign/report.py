@@ -8,6 +8,7 @@ paper's numbers beside ours, the configurations as ``simulate`` flags, and failu
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from collections import defaultdict
@@ -212,9 +213,10 @@ def write_report(results_dir, report_dir) -> Path:
                 gap = None if ours is None else ours - p.value
                 rel = "" if gap is None or not p.value else f" ({_pct(100 * gap / p.value)})"
                 pbase = paper_values.get((p.trace, baseline, p.metric))
+                changes = ("", "") if p.config == baseline else (_pct(_change(ours, base)),
+                                                                   _pct(_change(p.value, pbase)))
                 lines.append(f"| {p.trace} | {p.config} | {p.metric} | {p.source} | {fmt(ours)} | {fmt(p.value)} | "
-                             f"{'-' if gap is None else fmt(gap)}{rel} | {_pct(_change(ours, base))} | "
-                             f"{_pct(_change(p.value, pbase))} |")
+                             f"{'-' if gap is None else fmt(gap)}{rel} | {changes[0]} | {changes[1]} |")
         lines.append("")
     lines += ["## Configurations", "", "| config | `batsched-ml simulate` flags |", "|---|---|"]
     for name, argv in s["argv"].items():
@@ -228,6 +230,12 @@ def write_report(results_dir, report_dir) -> Path:
         total = sum(sum(v) for v in walls.values())
         lines += [f"Simulation time: {total:,.1f} s in total (sum over runs, as measured when each ran; "
                   "cached runs keep their original time).", ""]
+    log = results_dir / "runs.log"
+    if log.is_file():
+        last = json.loads(log.read_text().splitlines()[-1])
+        lines += [f"Last `campaign run`: {last['wall_s']:,.1f} s wall on {last['engine']}, {last['computed']} runs "
+                  f"computed, {last['cached']} cached, {last['failed']} failed (code {last['code']}, "
+                  f"{last['finished']}).", ""]
     errors = [r for r in rows if r["status"] == "error"]
     if errors:
         lines += ["## Failed runs", ""]

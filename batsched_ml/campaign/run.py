@@ -3,8 +3,11 @@ each result as it arrives (so Ctrl-C loses nothing finished), write ``results.cs
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +89,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
     log(f"campaign {campaign.name}: {len(tasks)} tasks, {outcome.cached} cached, {len(todo)} to run"
         + (f" on {where}" if todo else ""))
     failures: dict[str, str] = {}
+    t0 = time.perf_counter()
     try:
         if todo:
             for i, result in iter_tasks(run_task, todo, scheduler_address=scheduler_address, workers=workers,
@@ -111,4 +115,15 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
         write_results(results_dir, rows)
         outcome.rows = rows
         outcome.failed = [f"{t.label}: {failures[t.key]}" for t in tasks if t.key in failures]
+        _log_run(results_dir, outcome, time.perf_counter() - t0, where if todo else "cache only")
     return outcome
+
+
+def _log_run(results_dir: Path, outcome: CampaignOutcome, wall: float, engine: str) -> None:
+    """Append one JSON line per `campaign run` to ``runs.log`` (the report quotes the last)."""
+    entry = {"finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+             "wall_s": round(wall, 2), "engine": engine, "tasks": outcome.tasks, "computed": outcome.computed,
+             "cached": outcome.cached, "failed": len(outcome.failed), "interrupted": outcome.interrupted,
+             "code": code_version()}
+    with open(results_dir / "runs.log", "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
