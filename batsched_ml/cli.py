@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .campaign.cli import add_campaign_commands
 
     add_campaign_commands(sub)
+    from .learning.cli import add_learning_commands
+
+    add_learning_commands(sub)
     return parser
 
 
