@@ -25,9 +25,14 @@ def cmd_learn_policy(args) -> int:
             raise ValueError(f"--{name} must be >= 1")
     learn_policy(args.cores, args.tuples, args.trials, args.seed, args.output, scores=args.scores,
                  swf=args.swf, jobs=args.jobs, top=args.top, starts=args.starts, workers=args.workers,
+                 bases=_names(args.bases), operators=_names(args.operators),
                  scheduler_address=args.dask, progress=not args.quiet,
                  log=lambda msg: print(msg, flush=True))
     return 0
+
+
+def _names(text):
+    return tuple(x.strip() for x in text.split(",") if x.strip()) if text else None
 
 
 def add_learning_commands(sub) -> None:
@@ -53,6 +58,9 @@ def add_learning_commands(sub) -> None:
     p.add_argument("--jobs", type=int, default=10000, help="Lublin jobs to draw tuples from (default 10000)")
     p.add_argument("--top", type=int, default=10, help="functions kept in the policy file (default 10)")
     p.add_argument("--starts", type=int, default=3, help="least-squares starting points per function (default 3)")
+    p.add_argument("--bases", default=None, help="base functions to combine, comma-separated "
+                   "(default all: id,log10,sqrt,inv)")
+    p.add_argument("--operators", default=None, help="operators, comma-separated (default all: +,*,/)")
     p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
     p.add_argument("--dask", default=None, metavar="ADDRESS", help="run on this Dask scheduler instead")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .regression import all_shapes, fit_shape, policy_document
+from .regression import BASES, OPERATORS, all_shapes, fit_shape, policy_document
 from .trials import draw_tuples, trial_scores
 
 SCORE_FIELDS = ("tuple", "runtime", "cores", "submit", "score")
@@ -66,11 +66,12 @@ def _fit_chunk(task):
 
 def learn_policy(cores: int, tuples: int, trials: int, seed: int, output: str | Path, *,
                  scores: str | Path | None = None, swf: str | None = None, jobs: int = 10000,
-                 top: int = 10, starts: int = 3, workers: int | None = None,
+                 top: int = 10, starts: int = 3, bases=None, operators=None, workers: int | None = None,
                  scheduler_address: str | None = None, progress: bool = True, log=print) -> dict:
     """Run the procedure; returns the policy document written to ``output``."""
     from ..campaign.executor import iter_tasks, map_tasks
 
+    shapes = all_shapes(bases or tuple(BASES), operators or tuple(OPERATORS))  # checked before any work
     output = Path(output)
     scores_path = Path(scores) if scores else output.with_suffix(".scores.csv")
     rows_by_tuple = read_scores(scores_path)
@@ -96,7 +97,6 @@ def learn_policy(cores: int, tuples: int, trials: int, seed: int, output: str | 
                 rows_by_tuple[index] = rows
     data = np.array([row for i in sorted(rows_by_tuple) for row in rows_by_tuple[i]])
     r, n, s, score = data.T
-    shapes = all_shapes()
     chunks = [(shapes[k:k + 24], r, n, s, score, starts, seed) for k in range(0, len(shapes), 24)]
     fits = [f for chunk in map_tasks(_fit_chunk, chunks, scheduler_address=scheduler_address, workers=workers,
                                      progress=progress) for f in chunk]

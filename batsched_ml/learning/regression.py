@@ -53,9 +53,14 @@ class Shape:
         return f"{name(self.alpha, 'r')} * {name(self.beta, 'n')} + {c[2] / (c[0] * c[1]):.3g} * {name(self.gamma, 's')}"
 
 
-def all_shapes() -> list[Shape]:
-    return [Shape(a, b, g, o1, o2) for o1, o2 in itertools.product(OPERATORS, repeat=2)
-            for a, b, g in itertools.product(BASES, repeat=3)]
+def all_shapes(bases=tuple(BASES), operators=tuple(OPERATORS)) -> list[Shape]:
+    """Every shape over ``bases`` and ``operators`` (all of Table 1 and +, *, / by default: 576)."""
+    for name in (*bases, *operators):
+        if name not in BASES and name not in OPERATORS:
+            raise ValueError(f"unknown base function or operator {name!r}; bases: {', '.join(BASES)}; "
+                             f"operators: {' '.join(OPERATORS)}")
+    return [Shape(a, b, g, o1, o2) for o1, o2 in itertools.product(operators, repeat=2)
+            for a, b, g in itertools.product(bases, repeat=3)]
 
 
 @dataclass
@@ -94,7 +99,7 @@ def fit_shape(shape: Shape, r, n, s, score, starts: int = 4, seed: int = 0) -> F
     for k in range(starts):
         x0 = np.ones(3) if k == 0 else rng.choice([-1.0, 1.0], 3) * 10.0 ** rng.uniform(-4, 4, 3)
         try:
-            sol = least_squares(residuals, x0, x_scale="jac", max_nfev=400)
+            sol = least_squares(residuals, x0, method="lm", x_scale="jac", max_nfev=400)
         except (ValueError, FloatingPointError):
             continue
         cost = float(np.sum(sol.fun ** 2))
