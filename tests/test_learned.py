@@ -142,6 +142,13 @@ def test_regression_recovers_known_coefficients():
     ranked = fit_all(r, n, s, score, shapes=candidates, starts=2)
     assert ranked[0].shape == shape and ranked[0].rank_error < ranked[1].rank_error
     assert len(all_shapes()) == 576
+    twin = Shape("log10", "inv", "log10", "/", "+")  # log10(r) / inv(n) is log10(r) * n
+    assert twin.canonical() == shape
+    twin_fit = fit_shape(twin, r, n, s, score, starts=1)
+    doc = policy_document([twin_fit, fit], 5, {})
+    assert [(f["beta"], f["op1"]) for f in doc["functions"]] == [("id", "*")]  # one, in canonical form
+    kept = ExpressionPolicy(doc["functions"][0]["expression"])
+    assert kept.value(500.0, 16, 9000.0) == pytest.approx(twin.evaluate(twin_fit.coefficients, 500.0, 16, 9000.0))
 
 
 def test_policy_file_round_trips_through_learned(tmp_path):

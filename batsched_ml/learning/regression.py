@@ -44,6 +44,17 @@ class Shape:
         return (f"({term(c[0], self.alpha, 'r')} {self.op1} {term(c[1], self.beta, 'n')}) "
                 f"{self.op2} {term(c[2], self.gamma, 's')}")
 
+    def canonical(self) -> Shape:
+        """The same family written without ``inv`` behind an operator: ``x / inv(y)`` is ``x * y`` and
+        ``x * inv(y)`` is ``x / y`` (their fits are the same function, so the ranking keeps one)."""
+        swap = {"*": "/", "/": "*"}
+        beta, op1, gamma, op2 = self.beta, self.op1, self.gamma, self.op2
+        if beta == "inv" and op1 in swap:
+            beta, op1 = "id", swap[op1]
+        if gamma == "inv" and op2 in swap:
+            gamma, op2 = "id", swap[op2]
+        return Shape(self.alpha, beta, gamma, op1, op2)
+
     def simplified(self, c) -> str | None:
         """Table 3's form ``a(r) * b(n) + K g(s)`` when that form keeps the order (c1 c2 > 0)."""
         if self.op1 != "*" or self.op2 != "+" or not c[0] * c[1] > 0:
@@ -121,7 +132,29 @@ def fit_all(r, n, s, score, shapes=None, starts: int = 4, seed: int = 0, map_fn=
     return [fits[i] for i in order]
 
 
+def canonical_fit(fit: Fit) -> Fit:
+    """``fit`` written in its canonical shape: ``x / (c inv(y))`` = ``x * ((1/c) y)``, and so on."""
+    family = fit.shape.canonical()
+    c = list(fit.coefficients)
+    if family.beta != fit.shape.beta:
+        c[1] = 1.0 / c[1]
+    if family.gamma != fit.shape.gamma:
+        c[2] = 1.0 / c[2]
+    return Fit(family, c, fit.rank_error, fit.weighted_error)
+
+
+def distinct(fits: list[Fit]) -> list[Fit]:
+    """Ranked fits, each in canonical form, equivalent rewritings of a better-ranked one left out."""
+    seen, kept = set(), []
+    for fit in fits:
+        family = fit.shape.canonical()
+        if family not in seen:
+            seen.add(family)
+            kept.append(canonical_fit(fit))
+    return kept
+
+
 def policy_document(fits: list[Fit], top: int, meta: dict) -> dict:
-    """The JSON policy file: the ``top`` best functions, best first (``learned:FILE#1``)."""
+    """The JSON policy file: the ``top`` best distinct functions, best first (``learned:FILE#1``)."""
     return {"format": FORMAT, "version": 1, **meta,
-            "functions": [dict(f.entry(), rank=i + 1) for i, f in enumerate(fits[:top])]}
+            "functions": [dict(f.entry(), rank=i + 1) for i, f in enumerate(distinct(fits)[:top])]}
