@@ -89,6 +89,7 @@ def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
     from .runner import simulate
 
+    _warn_deprecated_dynamic_jobs(args)
     if args.connect:
         from .server.peer import simulate_connected
 
@@ -98,7 +99,8 @@ def cmd_simulate(args) -> int:
         scheduler = scheduler_from_args(args)
         update, bar = _progress_bar(sys.stderr.isatty() and not args.json)
         try:
-            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export, progress=update)
+            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export, progress=update,
+                                    dynamic_jobs=args.dynamic_jobs)
         finally:
             if bar is not None:
                 bar.close()
@@ -122,6 +124,12 @@ def cmd_simulate(args) -> int:
               file=sys.stderr)
         return 3
     return 0
+
+
+def _warn_deprecated_dynamic_jobs(args) -> None:
+    if getattr(args, "dynamic_jobs", None) is False:
+        print("batsched-ml: warning: --no-dynamic-jobs is deprecated: dynamic jobs are off unless "
+              "--enable-dynamic-jobs is given, as in Batsim", file=sys.stderr)
 
 
 def cmd_serve(args) -> int:
@@ -179,9 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drive an external scheduler over ZeroMQ (REQ) like Batsim does, e.g. tcp://127.0.0.1:28000")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="with --connect: give up when the scheduler does not answer in time")
-    p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_false",
-                   help="with --connect: like Batsim without --enable-dynamic-jobs (for schedulers that "
-                        "never send NOTIFY registration_finished, e.g. pybatsim)")
+    p.add_argument("--enable-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=True, default=None,
+                   help="Batsim's flag: the scheduler may register jobs (REGISTER_JOB) and must then send "
+                        "NOTIFY registration_finished. Default: off with --connect, as in Batsim; in-process, "
+                        "on only when the scheduler requeues jobs")
+    p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
+                   help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 

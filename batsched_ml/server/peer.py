@@ -6,10 +6,10 @@ message is encoded and sent, the reply is decoded as decisions (checked like
 Batsim checks them) and applied. Any Batsim-4 scheduler can therefore run on
 the embedded simulator: ``batsched-ml serve``, batsched, pybatsim.
 
-Dynamic jobs are enabled by default when connecting (like running Batsim with
-``--enable-dynamic-jobs``), so a requeueing scheduler works; such a scheduler
-must then send ``NOTIFY registration_finished`` (``batsched-ml serve`` does).
-Set ``args.dynamic_jobs = False`` for a scheduler that never sends it.
+Dynamic jobs are off by default, as in Batsim: a command line that works with
+Batsim works here. ``--enable-dynamic-jobs`` (Batsim's flag, ``dynamic_jobs=True``)
+turns them on for a requeueing scheduler, which must then send ``NOTIFY
+registration_finished`` (``batsched-ml serve`` does).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def remote_exchange(channel: Channel, log=None):
 
 
 def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: float | None = None,
-                  dynamic_jobs: bool = True, profile_reuse: bool = False, log_path=None,
+                  dynamic_jobs: bool = False, profile_reuse: bool = False, log_path=None,
                   progress=None) -> SimulationResult:
     """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``."""
     nb_hosts, names, loaded = load_inputs(platform, workloads)
@@ -99,11 +99,11 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
 
 def simulate_connected(args) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
-    ``timeout``; optional ``dynamic_jobs`` (default True), ``profile_reuse``, ``log``)."""
+    ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
     return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
-                         dynamic_jobs=getattr(args, "dynamic_jobs", True),
+                         dynamic_jobs=bool(getattr(args, "dynamic_jobs", False)),
                          profile_reuse=getattr(args, "profile_reuse", False),
                          log_path=getattr(args, "log", None))

@@ -314,7 +314,7 @@ class Simulator:
             if self._registration_open:
                 error = ("the scheduler never sent NOTIFY registration_finished although dynamic jobs are "
                          "enabled: Batsim would wait forever (a scheduler that does not use dynamic jobs, "
-                         "like batsched, needs `simulate --connect ... --no-dynamic-jobs`)")
+                         "like batsched, runs without --enable-dynamic-jobs)")
             self._events = [ev.SimulationEnds(end_time)]
             self._call(now)
         for job in unfinished:
