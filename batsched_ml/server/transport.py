@@ -87,24 +87,29 @@ class Channel:
                 self.connected = max(0, self.connected - 1)
                 gone = True
 
-    def recv(self, waiting_for: str = "a message", *, fail_on_disconnect: bool = True) -> bytes:
+    def recv(self, waiting_for: str = "a message", *, fail_on_disconnect: bool = True, tick=None,
+             tick_every: float = 1.0) -> bytes:
         """The next message; raises PeerGone on timeout or (if ``fail_on_disconnect``) disconnection.
 
         A server passes ``fail_on_disconnect=False`` before its first message: a port probe
-        that connects and leaves is not Batsim going away.
+        that connects and leaves is not Batsim going away. ``tick(waited_seconds)``, if given,
+        is called about every ``tick_every`` seconds of waiting (hints, progress).
         """
         socket = self.socket
         try:  # fast path: the message is already there
             return socket.recv(zmq.NOBLOCK, copy=True)
         except zmq.Again:
             pass
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        started = time.monotonic()
+        deadline = None if self.timeout is None else started + self.timeout
+        next_tick = None if tick is None else started + tick_every
         while True:
-            if deadline is None:
-                wait_ms = None
-            else:
-                wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            limit = deadline if next_tick is None else next_tick if deadline is None else min(deadline, next_tick)
+            wait_ms = None if limit is None else max(0, int((limit - time.monotonic()) * 1000))
             ready = dict(self.poller.poll(wait_ms))
+            if next_tick is not None and not ready and time.monotonic() >= next_tick:
+                tick(time.monotonic() - started)
+                next_tick += tick_every
             if socket in ready:
                 return socket.recv(copy=True)
             if self.monitor is not None and self.monitor in ready:
