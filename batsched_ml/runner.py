@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .core.decision_core import DecisionCore
+from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
 from .plugins import load
-from .simulator.engine import BATSIM_LATENCY, SimulationResult, Simulator
+from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, SimulationResult, Simulator
 from .workloads import load_workload, read_platform
 
 
@@ -89,7 +90,8 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
-    core = DecisionCore(scheduler)
+    exact = latency is not None and latency == NO_LATENCY
+    core = DecisionCore(scheduler, call_margin=EXACT_CALL_MARGIN if exact else CALL_MARGIN)
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress,
                     latency=BATSIM_LATENCY if latency is None else latency)
     if prefix is not None:

@@ -14,14 +14,16 @@ from ..protocol.codec import ProtocolViolation, parse_alloc
 from ..protocol.coreset import format_mask
 from .job import FINISHED, QUEUED, RUNNING, Job
 from .machine import Machine
-from .scheduler import Context, Scheduler, SchedulingError
+from .scheduler import CALL_MARGIN, Context, Scheduler, SchedulingError
 
 CALL_STAMP_TOLERANCE = 1e-6  # Batsim prints dates to the microsecond
 
 
 class DecisionCore:
-    def __init__(self, scheduler: Scheduler):
+    def __init__(self, scheduler: Scheduler, *, call_margin: float = CALL_MARGIN):
+        """``call_margin``: how far after ``now`` a CALL_ME_LATER is at the earliest (see CALL_MARGIN)."""
         self.scheduler = scheduler
+        self.call_margin = call_margin
         self.machine: Machine | None = None
         self.jobs: dict[str, Job] = {}
         self.running: dict[str, Job] = {}
@@ -125,12 +127,12 @@ class DecisionCore:
             raise ProtocolViolation(f"Batsim->scheduler message: now={now!r} is earlier than the previous "
                                     f"message's now={last!r}")
         for index, event in enumerate(events):
-            if last is not None and event.timestamp < last:
-                raise self._violation(now, index, event, f"timestamp {event.timestamp!r} is earlier than "
-                                      f"the previous message's now={last!r}")
             if type(event) is ev.SimulationBegins and (index or last is not None):
                 raise self._violation(now, index, event, "a second SIMULATION_BEGINS (Batsim sends it once, "
                                       "first): the simulation already began")
+            if last is not None and event.timestamp < last:
+                raise self._violation(now, index, event, f"timestamp {event.timestamp!r} is earlier than "
+                                      f"the previous message's now={last!r}")
         self.last_now = now
 
     @staticmethod

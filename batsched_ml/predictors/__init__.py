@@ -51,9 +51,6 @@ from .eloss import asymmetric_loss, job_weight
 
 LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
 ECDF_POINTS = 200
-# A CALL_ME_LATER reaches Batsim some 0.1 ms per decision after the reply and must still be
-# in the future there: a check due sooner is asked this much later.
-CALL_MARGIN = 1.0
 EXACT_TOL = 0.01  # end - start carries Batsim's latency noise (ms): errors this small count as exact
 TIMINGS = ("immediate", "next-event")
 
@@ -64,16 +61,15 @@ class Estimator:
     """Glue between a scheduler and a predictor (+ optional correction)."""
 
     def __init__(self, predictor: RuntimePredictor, correction: Correction | None = None,
-                 timing: str = "immediate", call_margin: float = CALL_MARGIN):
+                 timing: str = "immediate"):
         """``timing``: when a correction takes effect, ``immediate`` (a ``CALL_ME_LATER`` at the
         predicted end, the queue re-planned then) or ``next-event`` (at the next pass).
-        ``call_margin``: how far ahead of ``now`` a call must be at least."""
+        A call due too soon is asked for later by the core (``core.scheduler.CALL_MARGIN``)."""
         if timing not in TIMINGS:
             raise ValueError(f"unknown correction timing {timing!r}; choose from {', '.join(TIMINGS)}")
         self.predictor = predictor
         self.correction = correction
         self.timing = timing
-        self.call_margin = call_margin
         # corrections that can be previewed (``advance``) let calls be skipped when irrelevant
         self._pure = correction is not None and type(correction).advance is not Correction.advance
         self.scheduler = None
@@ -172,12 +168,10 @@ class Estimator:
         at = self._first_relevant(window, ctx.now)
         if at is None:
             return
-        at = max(at, ctx.now + self.call_margin)
         calls = self._calls
         if calls and calls[0] <= at:
             return
-        ctx.call_me_later(at)
-        heapq.heappush(calls, at)
+        heapq.heappush(calls, ctx.call_me_later(at))
 
     def _first_relevant(self, window, now: float) -> float | None:
         """The earliest due date of a correction whose extension of its job reaches into
