@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import io
+import resource
 import multiprocessing as mp
 import tempfile
 import time
@@ -26,15 +28,25 @@ from batsched_ml.server.peer import run_connected
 from batsched_ml.server.serve import ServerStats, run_server
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread, ZeroMQ's I/O thread included
+    return usage.ru_utime + usage.ru_stime
+
+
 def _serve(endpoint: str, scheduler: str, conn) -> None:
     stats = ServerStats()
+    cpu = {}
 
     class Ready:
         def set(self):
+            cpu["start"] = _cpu_seconds()
             conn.send("ready")
 
-    run_server(build_scheduler(scheduler), endpoint, timeout=120.0, stats=stats, ready=Ready())
-    conn.send(stats.as_dict())
+    run_server(build_scheduler(scheduler), endpoint, timeout=120.0, stats=stats, ready=Ready(),
+               err=io.StringIO())
+    result = stats.as_dict()
+    result["cpu"] = _cpu_seconds() - cpu["start"]
+    conn.send(result)
 
 
 def bench(platform, workload, scheduler: str, transport: str, tmp: Path) -> dict:
@@ -68,6 +80,8 @@ def bench(platform, workload, scheduler: str, transport: str, tmp: Path) -> dict
         "us_per_round_trip": wall / stats["messages"] * 1e6,
         "decide_us_per_msg": stats["decide_time"] / stats["messages"] * 1e6,
         "codec_us_per_msg": stats["codec_time"] / stats["messages"] * 1e6,
+        "serve_cpu": stats["cpu"],
+        "serve_cpu_us_per_msg": stats["cpu"] / stats["messages"] * 1e6,
     }
 
 
@@ -84,16 +98,18 @@ def main() -> None:
         cases.append(("KTH-SP2", golden / "KTH-SP2-1996-2.1-cln.json.gz"))
     platform = golden / "platform-100.xml"
     print(f"{'trace':<8} {'via':<4} {'msgs':>6} {'msg/s':>7} {'µs/rt':>7} {'decide':>7} {'codec':>6} "
-          f"{'rest':>6} {'wall s':>7} {'inproc s':>8}")
+          f"{'rest':>6} {'wall s':>7} {'inproc s':>8} {'serve cpu s':>11} {'µs/msg':>6}")
     for name, workload in cases:
         for transport in args.transport:
             with tempfile.TemporaryDirectory() as tmp:
                 r = bench(platform, workload, args.scheduler, transport, Path(tmp))
             print(f"{name:<8} {transport:<4} {r['messages']:>6} {r['msg_per_s']:>7.0f} "
                   f"{r['us_per_round_trip']:>7.0f} {r['decide_share']:>6.1%} {r['codec_share']:>6.1%} "
-                  f"{r['rest_share']:>6.1%} {r['wall']:>7.2f} {r['inproc_wall']:>8.2f}")
+                  f"{r['rest_share']:>6.1%} {r['wall']:>7.2f} {r['inproc_wall']:>8.2f} {r['serve_cpu']:>11.2f} "
+                  f"{r['serve_cpu_us_per_msg']:>6.0f}")
     print("decide/codec/rest: share of the server's wall time inside DecisionCore.handle, in the JSON "
-          "codec, and in ZeroMQ + waiting for the simulator.")
+          "codec, and in ZeroMQ + waiting for the simulator. serve cpu: the server process's user+sys "
+          "time from its first message to its exit (all threads).")
 
 
 if __name__ == "__main__":

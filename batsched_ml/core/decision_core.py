@@ -172,7 +172,8 @@ class DecisionCore:
             state = "unknown" if known is None else known.state
             raise ProtocolViolation(f"JOB_COMPLETED for {event.job_id}, which is not running ({state}), "
                                     f"at {event.timestamp!r}", event_type=event.type)
-        if event.alloc != format_mask(job.alloc) and parse_alloc(event.alloc).mask != job.alloc:
+        mask = event.mask if event.mask is not None else parse_alloc(event.alloc).mask
+        if mask != job.alloc:
             raise ProtocolViolation(f"JOB_COMPLETED for {event.job_id} at {event.timestamp!r} says it ran on "
                                     f"{event.alloc!r}, but it was allocated {format_mask(job.alloc)!r}",
                                     event_type=event.type)

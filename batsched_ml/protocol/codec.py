@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import reprlib
+from math import isfinite
 from os import PathLike
 
 from .coreset import CoreSet, format_mask
@@ -49,7 +50,6 @@ from .events import (
     SetJobMetadata,
     SimulationBegins,
     SimulationEnds,
-    split_job_id,
 )
 
 try:  # optional accelerator for parsing; results are checked equal to json.loads in the tests
@@ -179,21 +179,23 @@ def _dict_member(data: dict, key: str) -> dict:
     return value
 
 
-def _check_job_id(value, what: str) -> str:
+def _check_job_id(value, key: str, element: bool = False) -> str:
+    """``value`` if it is a job id ``workload!name``; the error text names ``key`` (built only then)."""
+    if type(value) is str:
+        workload, bang, name = value.partition("!")
+        if workload and name and "!" not in name:
+            return value
+    what = f"an element of {key!r}" if element else f"data member {key!r}"
     if type(value) is not str:
         raise _Invalid(f"{what} must be a string 'workload!name', got {_q(value)}")
-    try:
-        split_job_id(value)
-    except ValueError:
-        raise _Invalid(
-            f"{what} {_q(value)} is not a job id: it needs exactly one '!' between a workload "
-            "name and a job name (e.g. 'w0!17')"
-        ) from None
-    return value
+    raise _Invalid(
+        f"{what} {_q(value)} is not a job id: it needs exactly one '!' between a workload "
+        "name and a job name (e.g. 'w0!17')"
+    )
 
 
 def _job_id_member(data: dict, key: str = "job_id") -> str:
-    return _check_job_id(_member(data, key), f"data member {_q(key)}")
+    return _check_job_id(_member(data, key), key)
 
 
 def _job_id_list(data: dict, key: str = "job_ids") -> list:
@@ -201,7 +203,7 @@ def _job_id_list(data: dict, key: str = "job_ids") -> list:
     if type(ids) is not list or not ids:
         raise _Invalid(f"data member {_q(key)} must be a non-empty array of job ids, got {_q(ids)}")
     for job_id in ids:
-        _check_job_id(job_id, f"an element of {_q(key)}")
+        _check_job_id(job_id, key, True)
     return ids
 
 
@@ -258,30 +260,30 @@ def _alloc_member(data: dict, key: str) -> CoreSet:
 
 def _check_job(job: dict, job_id: str) -> None:
     """What Batsim's ``Job::from_json`` requires of a job description (plus res > 0)."""
-    if "id" not in job:
-        raise _Invalid("missing job member 'id'")
-    jid = job["id"]
-    if type(jid) is int:
+    get = job.get
+    jid = get("id")
+    if type(jid) is not str:
+        if type(jid) is not int:
+            if "id" not in job:
+                raise _Invalid("missing job member 'id'")
+            raise _Invalid(f"job member 'id' must be a string or an integer, got {_q(jid)}")
         jid = str(jid)
-    elif type(jid) is not str:
-        raise _Invalid(f"job member 'id' must be a string or an integer, got {_q(jid)}")
-    full = jid if "!" in jid else f"{job_id.split('!', 1)[0]}!{jid}"  # Batsim prefixes a bare id
-    if full != job_id:
+    if jid != job_id and f"{job_id.partition('!')[0]}!{jid}" != job_id:  # Batsim prefixes a bare id
         raise _Invalid(f"job member 'id' {_q(job['id'])} does not match data member 'job_id' {_q(job_id)}")
-    if "subtime" not in job:
-        raise _Invalid("missing job member 'subtime'")
-    if not _is_number(job["subtime"]):
-        raise _Invalid(f"job member 'subtime' must be a number, got {_q(job['subtime'])}")
-    res = job.get("res")
+    subtime = get("subtime")
+    if not _is_number(subtime):
+        if "subtime" not in job:
+            raise _Invalid("missing job member 'subtime'")
+        raise _Invalid(f"job member 'subtime' must be a number, got {_q(subtime)}")
+    res = get("res")
     if type(res) is not int or res <= 0:
         if res is None and "res" not in job:
             raise _Invalid("missing job member 'res'")
         raise _Invalid(f"job member 'res' must be a positive integer, got {_q(res)}")
-    if "walltime" in job:
-        walltime = job["walltime"]
-        if not _is_number(walltime) or not (walltime == -1 or walltime > 0):
-            raise _Invalid(f"job member 'walltime' must be -1 (none) or a positive number, got {_q(walltime)}")
-    profile = job.get("profile")
+    walltime = get("walltime", -1)
+    if walltime != -1 and not (_is_number(walltime) and walltime > 0):
+        raise _Invalid(f"job member 'walltime' must be -1 (none) or a positive number, got {_q(walltime)}")
+    profile = get("profile")
     if type(profile) is not str:
         if "profile" not in job:
             raise _Invalid("missing job member 'profile'")
@@ -353,8 +355,8 @@ def _job_completed(ts: float, data: dict, now: float) -> JobCompleted:
     return_code = _member(data, "return_code")
     if type(return_code) is not int:
         raise _Invalid(f"data member 'return_code' must be an integer, got {_q(return_code)}")
-    _alloc_member(data, "alloc")  # checked; JobCompleted keeps the text
-    return JobCompleted(ts, job_id, state, return_code, data["alloc"])
+    mask = _alloc_member(data, "alloc").mask  # JobCompleted keeps the text, and the cores for the core's check
+    return JobCompleted(ts, job_id, state, return_code, data["alloc"], mask)
 
 
 def _job_killed(ts: float, data: dict, now: float) -> JobKilled:
@@ -605,12 +607,13 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
                     f"unknown event type for the {direction} direction ({_DIRECTION_TEXT[direction]}); "
                     f"known types: {', '.join(parsers)}"
                 )
-            if "timestamp" not in event:
-                raise _Invalid("missing event member 'timestamp'")
-            ts = event["timestamp"]
-            if not _is_number(ts):
-                raise _Invalid(f"event 'timestamp' must be a finite number, got {_q(ts)}")
-            ts = float(ts)
+            ts = event.get("timestamp")
+            if type(ts) is not float or not isfinite(ts):
+                if type(ts) is not int:
+                    if "timestamp" not in event:
+                        raise _Invalid("missing event member 'timestamp'")
+                    raise _Invalid(f"event 'timestamp' must be a finite number, got {_q(ts)}")
+                ts = float(ts)
             if ts > now:
                 raise _Invalid(f"event timestamp {_q(ts)} is later than the message now={_q(now)}")
             if ts < previous:
@@ -766,12 +769,70 @@ def _make_dumps():
 _dumps = _make_dumps()
 
 
+_float_text = float.__repr__  # what json writes for a finite float
+_json_string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept (ensure_ascii=False)
+
+
+def _number_text(value) -> str | None:
+    """JSON text of a timestamp as ``json.dumps`` writes it; None when the fast path does not apply."""
+    kind = type(value)
+    if kind is float:
+        return _float_text(value) if isfinite(value) else None
+    if kind is int:
+        return int.__repr__(value)
+    return None
+
+
+def _fast_execute(ev: ExecuteJob) -> str | None:
+    ts = _number_text(ev.timestamp)
+    if ts is None or ev.mapping is not None or type(ev.job_id) is not str:
+        return None
+    return f'{{"timestamp":{ts},"type":"EXECUTE_JOB","data":{{"job_id":{_json_string(ev.job_id)},"alloc":"{_alloc_text(ev)}"}}}}'
+
+
+def _fast_call(ev: CallMeLater) -> str | None:
+    ts, at = _number_text(ev.timestamp), _number_text(ev.at)
+    if ts is None or at is None:
+        return None
+    return f'{{"timestamp":{ts},"type":"CALL_ME_LATER","data":{{"timestamp":{at}}}}}'
+
+
+# The decisions a scheduler sends most, written without building a dict (same bytes as the
+# general path: ``tests/test_protocol.py`` checks it); anything else goes through ``_ENCODERS``.
+_FAST_ENCODERS = {ExecuteJob: _fast_execute, CallMeLater: _fast_call}
+
+
 def encode(message: Message) -> bytes:
     """Write a message as compact UTF-8 JSON: ``{"now":..,"events":[{"timestamp","type","data"}..]}``.
 
     Works for both directions. ``RejectJob.reason`` is not sent; ``mapping`` only
     when set. Raises ProtocolError for an object that has no wire form.
     """
+    now = _number_text(message.now)
+    if now is None:
+        return _encode_general(message)
+    if not message.events:  # most replies: nothing to do
+        return f'{{"now":{now},"events":[]}}'.encode()
+    fast, encoders, parts = _FAST_ENCODERS, _ENCODERS, []
+    try:
+        for event in message.events:
+            writer = fast.get(event.__class__)
+            text = None if writer is None else writer(event)
+            if text is None:
+                encoder = encoders.get(event.__class__)
+                if encoder is None:
+                    raise ProtocolError(f"cannot encode {_q(event)}: not a protocol event or decision")
+                text = _dumps(encoder(event))
+            parts.append(text)
+        return f'{{"now":{now},"events":[{",".join(parts)}]}}'.encode("utf-8")
+    except (TypeError, ValueError) as error:  # unknown objects, lone surrogates
+        if isinstance(error, ProtocolError):
+            raise
+        raise ProtocolError(f"cannot encode message at now={_q(message.now)}: {error}") from None
+
+
+def _encode_general(message: Message) -> bytes:
+    """The reference writer: every event through ``_ENCODERS`` and one ``json.dumps``."""
     encoders = _ENCODERS
     events = []
     for event in message.events:

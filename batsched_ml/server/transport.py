@@ -22,6 +22,8 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:28000"
 # recognises it and reports the server's error text.
 ERROR_PREFIX = b"batsched-ml: error: "
 
+_SLICE = 0.1  # seconds: how often a waiting receive looks at the connection and the clock
+
 
 class TransportError(OSError):
     """The socket could not be opened, or the peer vanished / timed out.
@@ -66,10 +68,10 @@ class Channel:
             self.close()
             verb = "bind" if bind else "connect to"
             raise TransportError(f"cannot {verb} {endpoint}: {error}") from None
-        self.poller = zmq.Poller()
-        self.poller.register(self.socket, zmq.POLLIN)
-        if self.monitor is not None:
-            self.poller.register(self.monitor, zmq.POLLIN)
+        # A receive blocks in ZeroMQ for at most one slice, then the connection, the clock and the
+        # caller's ``tick`` are checked: one call per message when messages flow (no poll, no
+        # exception), a disconnection noticed within a slice.
+        self.socket.setsockopt(zmq.RCVTIMEO, int(_SLICE * 1000))
 
     def _drain_monitor(self) -> bool:
         """Read pending monitor events; True when a peer disconnected."""
@@ -96,34 +98,31 @@ class Channel:
         is called about every ``tick_every`` seconds of waiting (hints, progress).
         """
         socket = self.socket
-        try:  # fast path: the message is already there
-            return socket.recv(zmq.NOBLOCK, copy=True)
+        try:
+            return socket.recv(copy=True)  # blocks at most one slice (RCVTIMEO)
         except zmq.Again:
             pass
-        started = time.monotonic()
-        deadline = None if self.timeout is None else started + self.timeout
+        started = time.monotonic() - _SLICE
         next_tick = None if tick is None else started + tick_every
         while True:
-            limit = deadline if next_tick is None else next_tick if deadline is None else min(deadline, next_tick)
-            wait_ms = None if limit is None else max(0, int((limit - time.monotonic()) * 1000))
-            ready = dict(self.poller.poll(wait_ms))
-            if next_tick is not None and not ready and time.monotonic() >= next_tick:
-                tick(time.monotonic() - started)
+            now = time.monotonic()
+            if self.monitor is not None and self._drain_monitor() and self.connected == 0 and fail_on_disconnect:
+                # A message sent just before the disconnection is still delivered.
+                if socket.poll(50, zmq.POLLIN):
+                    return socket.recv(copy=True)
+                raise PeerGone(f"{self.peer_name} disconnected from {self.endpoint} while "
+                               f"batsched-ml was waiting for {waiting_for}")
+            if next_tick is not None and now >= next_tick:
+                tick(now - started)
                 next_tick += tick_every
-            if socket in ready:
-                return socket.recv(copy=True)
-            if self.monitor is not None and self.monitor in ready:
-                if self._drain_monitor() and self.connected == 0 and fail_on_disconnect:
-                    # A message sent just before the disconnection is still delivered.
-                    if socket.poll(50, zmq.POLLIN):
-                        return socket.recv(copy=True)
-                    raise PeerGone(f"{self.peer_name} disconnected from {self.endpoint} while "
-                                   f"batsched-ml was waiting for {waiting_for}")
-                continue
-            if deadline is not None and time.monotonic() >= deadline:
+            if self.timeout is not None and now - started >= self.timeout:
                 raise PeerGone(f"no message from {self.peer_name} on {self.endpoint} for "
                                f"{self.timeout:g} s while waiting for {waiting_for} "
                                f"(did {self.peer_name} stop?)")
+            try:
+                return socket.recv(copy=True)
+            except zmq.Again:
+                pass
 
     def send(self, payload: bytes) -> None:
         self.socket.send(payload, copy=len(payload) < 65536)

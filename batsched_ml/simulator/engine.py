@@ -420,7 +420,7 @@ class Simulator:
         self._tracer.job_ended(job)
         # Batsim's return codes: 0 on success, -1 at the walltime.
         code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
-        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text))
+        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text, job.alloc))
 
     def _job_ends(self, job: SimJob, t: float) -> None:
         """The job's actor wakes up at its end (unless it was killed) and tells the server."""
@@ -554,7 +554,7 @@ class Simulator:
             self._nb_ended += 1
             job.alloc_text = format_mask(job.alloc)
             self._tracer.job_ended(job)
-            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text))
+            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text, job.alloc))
         self._events.append(ev.JobKilled(_stamp(t), job_ids, progress))
 
     def _require_dynamic(self, what: str) -> None:
