@@ -175,8 +175,8 @@ class Batsim:
         self.context.term()
 
 
-def begins(nb=4, dynamic=False) -> ev.SimulationBegins:
-    return ev.SimulationBegins(0.0, nb, nb, config={"dynamic-jobs-enabled": dynamic},
+def begins(nb=4, dynamic=False, ts=0.0) -> ev.SimulationBegins:
+    return ev.SimulationBegins(ts, nb, nb, config={"dynamic-jobs-enabled": dynamic},
                                compute_resources=[{"id": i, "name": f"node{i}", "state": "idle", "properties": {}}
                                                   for i in range(nb)],
                                profiles={"w0": {"p100": {"type": "delay", "delay": 100}}})
@@ -223,7 +223,7 @@ def test_deeply_nested_json(tmp_path, stdlib_json, where):
 
 def test_second_simulation_begins(tmp_path):
     _, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [
-        (0.0, [begins()]), (1.0, [submitted("w0!1", 1.0, res=4)]), (2.0, [begins()])])
+        (0.0, [begins()]), (1.0, [submitted("w0!1", 1.0, res=4)]), (2.0, [begins(ts=2.0)])])
     assert "broke the protocol" in error and "a second SIMULATION_BEGINS" in error
 
 

@@ -101,6 +101,9 @@ class DecisionCore:
                     self.static_submission_over = True
                 sched.on_notify(event.kind, ctx)
             elif kind is ev.SimulationBegins:
+                if self.machine is not None:
+                    raise self._violation(now, events.index(event), event, "a second SIMULATION_BEGINS (Batsim "
+                                          "sends it once, first): the simulation already began")
                 self._begin(event, ctx)
             elif kind is ev.SimulationEnds:
                 self.ended = True
@@ -115,8 +118,9 @@ class DecisionCore:
         return ctx.decisions
 
     def _check_order(self, now: float, events) -> None:
-        """What any Batsim guarantees about message order: SIMULATION_BEGINS first and once, time
-        never going back (no message, no event before the previous message's ``now``)."""
+        """What any Batsim guarantees about message order: SIMULATION_BEGINS first (and once: see
+        ``_begin``), time never going back (no message, no event before the previous message's
+        ``now``; events are sorted, as the codec checks, so the first one tells)."""
         last = self.last_now
         if last is None:
             if not events or type(events[0]) is not ev.SimulationBegins:
@@ -126,13 +130,9 @@ class DecisionCore:
         elif now < last:
             raise ProtocolViolation(f"Batsim->scheduler message: now={now!r} is earlier than the previous "
                                     f"message's now={last!r}")
-        for index, event in enumerate(events):
-            if type(event) is ev.SimulationBegins and (index or last is not None):
-                raise self._violation(now, index, event, "a second SIMULATION_BEGINS (Batsim sends it once, "
-                                      "first): the simulation already began")
-            if last is not None and event.timestamp < last:
-                raise self._violation(now, index, event, f"timestamp {event.timestamp!r} is earlier than "
-                                      f"the previous message's now={last!r}")
+        elif events and events[0].timestamp < last:
+            raise self._violation(now, 0, events[0], f"timestamp {events[0].timestamp!r} is earlier than "
+                                  f"the previous message's now={last!r}")
         self.last_now = now
 
     @staticmethod
