@@ -19,6 +19,7 @@ from batsched_ml.cli import main as cli_main
 from batsched_ml.protocol import events as ev
 from batsched_ml.protocol.codec import encode
 from batsched_ml.server.transport import ERROR_PREFIX
+from test_server import FakeBatsim, KillRequeue  # tests/ is on sys.path (pytest's rootdir conftest)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -154,25 +155,13 @@ def test_progress_line_on_a_terminal_only():
 # ------------------------------------------------------------------ a strict server (issue 13, section 3)
 
 
-class Batsim:
-    """A bare REQ socket that sends raw bytes to ``serve`` like Batsim."""
-
-    def __init__(self, endpoint):
-        self.context = zmq.Context()
-        self.socket = self.context.socket(zmq.REQ)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        self.socket.setsockopt(zmq.RCVTIMEO, int(TIMEOUT * 1000))
-        self.socket.connect(endpoint)
+class Batsim(FakeBatsim):
+    """test_server's bare REQ socket; ``send`` takes raw bytes or ``(now, events)`` and returns raw bytes."""
 
     def send(self, payload) -> bytes:
         if not isinstance(payload, bytes):
             payload = encode(ev.Message(payload[0], payload[1]))
-        self.socket.send(payload)
-        return self.socket.recv()
-
-    def close(self):
-        self.socket.close(0)
-        self.context.term()
+        return self.raw(payload)
 
 
 def begins(nb=4, dynamic=False, ts=0.0) -> ev.SimulationBegins:
@@ -298,16 +287,15 @@ def test_job_killed_without_its_job_completed(tmp_path):
 def test_job_killed_before_its_job_completed_through_a_killing_scheduler(tmp_path):
     import io
 
-    from test_server import KillRequeue  # kills every job 5 s after its start
-
     from batsched_ml.server.serve import run_server
     import threading
 
     err = io.StringIO()
     endpoint = f"ipc://{tmp_path}/s.ipc"
     codes = []
-    thread = threading.Thread(target=lambda: codes.append(run_server(KillRequeue(every=1), endpoint,
-                                                                      timeout=TIMEOUT, err=err)), daemon=True)
+    scheduler = KillRequeue(every=1)  # kills every job 5 s after its start
+    thread = threading.Thread(target=lambda: codes.append(run_server(scheduler, endpoint, timeout=TIMEOUT, err=err)),
+                              daemon=True)
     thread.start()
     batsim = Batsim(endpoint)
     try:
@@ -371,3 +359,10 @@ def test_the_core_never_asks_for_a_call_too_soon():
     calls = [d.at for d in decisions if type(d) is ev.CallMeLater]
     assert calls == [1.0 + CALL_MARGIN, 31.0]  # "too soon" and "past" mean "as soon as allowed", once
     assert core.scheduler.asked == [1.0 + CALL_MARGIN] * 3 + [31.0]
+
+
+def test_readme_pybatsim_line_installs_pyzmq():
+    """pybatsim is installed with --no-deps (it pins pyzmq<23): the line must name pyzmq itself,
+    or pybatsim dies with "No module named 'zmq'"."""
+    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if "pip install --no-deps pybatsim" in line]
+    assert lines and all("pyzmq" in line.split("pybatsim", 1)[1] for line in lines)
