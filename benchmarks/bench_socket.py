@@ -1,7 +1,7 @@
 """Throughput of the ZeroMQ path: ``serve`` driven by ``simulate --connect``.
 
 Usage: python benchmarks/bench_socket.py [--shared ../shared] [--full] [--transport tcp ipc]
-                                         [--scheduler easy]
+                                         [--scheduler easy] [--split]
 
 The decision server runs in a child process (like a real deployment: Batsim and
 the scheduler are two processes), the embedded simulator acts as Batsim in this
@@ -85,18 +85,83 @@ def bench(platform, workload, scheduler: str, transport: str, tmp: Path) -> dict
     }
 
 
+def record_messages(platform, workload, scheduler: str) -> list[bytes]:
+    """The Batsim->scheduler messages of a run, as ``simulate --connect`` sends them."""
+    from batsched_ml.core.decision_core import DecisionCore
+    from batsched_ml.protocol.codec import encode
+    from batsched_ml.protocol.events import Message, SimulationBegins
+    from batsched_ml.runner import load_inputs
+    from batsched_ml.server.peer import batsim_like_begins
+    from batsched_ml.simulator.engine import Simulator
+
+    nb_hosts, names, loaded = load_inputs(platform, workload)
+    core, sent = DecisionCore(build_scheduler(scheduler)), []
+
+    def exchange(now, events):
+        if events and type(events[0]) is SimulationBegins:
+            events = [batsim_like_begins(events[0]), *events[1:]]
+        sent.append(encode(Message(now, events)))
+        return now, core.handle(now, events)
+
+    Simulator(nb_hosts, loaded, host_names=names).run(exchange)
+    return sent
+
+
+def split(messages: list[bytes], scheduler: str, repeat: int = 5) -> dict:
+    """serve's CPU time per message without sockets: decode, decide (DecisionCore.handle), encode,
+    and the whole ``DecisionServer.answer``; best of ``repeat``."""
+    from batsched_ml.core.decision_core import DecisionCore
+    from batsched_ml.protocol.codec import decode, encode
+    from batsched_ml.protocol.events import Message
+    from batsched_ml.server.serve import DecisionServer
+
+    clock, best = time.process_time, {}
+
+    def keep(name, seconds):
+        best[name] = min(best.get(name, seconds), seconds)
+
+    for _ in range(repeat):
+        t = clock()
+        decoded = [decode(raw) for raw in messages]
+        keep("decode", clock() - t)
+        core = DecisionCore(build_scheduler(scheduler))
+        t = clock()
+        replies = [(m.now, core.handle(m.now, m.events)) for m in decoded]
+        keep("decide", clock() - t)
+        t = clock()
+        for now, decisions in replies:
+            encode(Message(now, decisions))
+        keep("encode", clock() - t)
+        server = DecisionServer(build_scheduler(scheduler))
+        t = clock()
+        for raw in messages:
+            server.answer(raw)
+        keep("answer", clock() - t)
+    return {name: seconds / len(messages) * 1e6 for name, seconds in best.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared"))
     parser.add_argument("--full", action="store_true", help="also the full KTH-SP2 trace (28k jobs)")
     parser.add_argument("--transport", nargs="+", default=["tcp", "ipc"], choices=("tcp", "ipc"))
     parser.add_argument("--scheduler", default="easy")
+    parser.add_argument("--split", action="store_true",
+                        help="also serve's CPU per message without sockets: decode / decide / encode")
     args = parser.parse_args()
     golden = Path(args.shared) / "golden"
     cases = [("KTH-5k", golden / "KTH-5k.json.gz")]
     if args.full:
         cases.append(("KTH-SP2", golden / "KTH-SP2-1996-2.1-cln.json.gz"))
     platform = golden / "platform-100.xml"
+    if not platform.exists():
+        raise SystemExit(f"needs the golden files (platform-100.xml, KTH-5k.json.gz) under {golden}: "
+                         "pass --shared DIR")
+    if args.split:
+        for name, workload in cases:
+            r = split(record_messages(platform, workload, args.scheduler), args.scheduler)
+            print(f"{name}: CPU us per message (no sockets, best of 5): " +
+                  ", ".join(f"{key} {value:.1f}" for key, value in r.items()))
     print(f"{'trace':<8} {'via':<4} {'msgs':>6} {'msg/s':>7} {'µs/rt':>7} {'decide':>7} {'codec':>6} "
           f"{'rest':>6} {'wall s':>7} {'inproc s':>8} {'serve cpu s':>11} {'µs/msg':>6}")
     for name, workload in cases:
