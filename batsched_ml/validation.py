@@ -45,18 +45,22 @@ def check_number(value, name: str, *, low: float | None = None, high: float | No
             ok = number < high if high_open else number <= high
     if not ok:
         raise ValidationError(f"{name} must be {_describe(low, high, low_open, high_open, integer)}"
-                              f"{' or none' if allow_none else ''}{f' ({meaning})' if meaning else ''}, "
+                              f"{f' ({meaning})' if meaning else ''}, "
                               f"got {value!r}")
     return number
 
 
 def _describe(low, high, low_open, high_open, integer) -> str:
     kind = "an integer" if integer else "a number"
-    lo = None if low is None else f"{'>' if low_open else '>='} {low:g}"
-    hi = None if high is None else f"{'<' if high_open else '<='} {high:g}"
+    lo = None if low is None else f"{'>' if low_open else '>='} {_plain(low)}"
+    hi = None if high is None else f"{'<' if high_open else '<='} {_plain(high)}"
     if lo and hi:
         return f"{kind} {lo} and {hi}"
     return f"{kind} {lo or hi}" if (lo or hi) else f"a finite {kind.split()[-1]}"
+
+
+def _plain(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
 
 
 # ------------------------------------------------------------ common shapes
@@ -118,7 +122,28 @@ def arg(check, name: str, *args, integer: bool = False):
         try:
             return check(value, name, *args)
         except ValidationError as exc:
-            raise argparse.ArgumentTypeError(str(exc).replace(f"{name} must be", "must be", 1)) from None
+            message = str(exc).replace(f"{name} must be", "must be", 1).rsplit(", got ", 1)[0]
+            raise argparse.ArgumentTypeError(f"{message}, got {text}") from None
 
     parse.__name__ = name  # argparse names the type in some messages
     return parse
+
+
+# ------------------------------------------------------------------- paths
+def output_prefix(prefix, name: str = "-e") -> str:
+    """Check an output prefix (``DIR/NAME`` -> ``DIR/NAME_jobs.csv``...) and create ``DIR``.
+
+    A file where a directory is needed gets a sentence, not ``[Errno 17] File exists``."""
+    from pathlib import Path
+
+    path = Path(prefix)
+    if str(prefix).endswith(("/", "\\")):
+        raise ValidationError(f"{name} {prefix}: names a directory; {name} takes an output prefix DIR/NAME "
+                              f"(outputs go to DIR/NAME_jobs.csv and DIR/NAME_schedule.csv), "
+                              f"e.g. {name} {path / 'run'}")
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise ValidationError(f"{name} {prefix}: {parent} is an existing file, not a directory; "
+                                  f"{name} takes an output prefix DIR/NAME (outputs go to DIR/NAME_jobs.csv)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(prefix)
