@@ -1,6 +1,10 @@
 """Speed of the predictor machinery: plain EASY vs the E-Loss triple on a full trace.
 
-Usage: ``python benchmarks/bench_predictors.py [--trace KTH] [--max-jobs N] [--repeat R]``
+Needs: the trace's Parallel Workloads Archive file (KTH: KTH-SP2-1996-2.1-cln.swf.gz; see
+benchdata.PWA_FILES) in --traces-dir DIR, or its path as --trace.
+
+Usage: ``python benchmarks/bench_predictors.py [--trace KTH|FILE.swf.gz] [--traces-dir DIR] [--max-jobs N]
+[--repeat R]``
 
 Target: the E-Loss triple (``--predictor eloss --correction incremental
 --backfill-order sjbf``) within 3x the time of plain EASY. Both correction
@@ -20,8 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from batsched_ml import runner  # noqa: E402
+import predictors_experiment  # noqa: E402
+from benchdata import add_data_arguments, reports_missing_data  # noqa: E402
 from predictors_experiment import CONFIGS, TRACES, load_trace  # noqa: E402
+
+from batsched_ml import runner  # noqa: E402
 
 TARGET_RATIO = 3.0
 
@@ -37,12 +44,15 @@ def time_config(workload: dict, config: str, repeat: int, timing: str = "immedia
     return best
 
 
+@reports_missing_data
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", default="KTH", choices=list(TRACES))
+    ap.add_argument("--trace", default="KTH", help=f"among {list(TRACES)}, or an SWF file path")
+    add_data_arguments(ap)
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args(argv)
+    predictors_experiment.TRACE_DIR = args.traces_dir
     workload = load_trace(args.trace, args.max_jobs)
     print(f"{args.trace}: {len(workload['jobs'])} jobs, {workload['nb_res']} cores")
     times = {}

@@ -1,6 +1,10 @@
 """Zrigui et al. 2022, Section 6: cumulative bounded slowdown of EASY with and without
 small/large classification, on the paper's SWF traces.
 
+Needs: the Parallel Workloads Archive files KTH-SP2-1996-2.1-cln.swf.gz, CTC-SP2-1996-3.1-cln.swf.gz,
+SDSC-SP2-1998-4.2-cln.swf.gz, SDSC-BLUE-2000-4.2-cln.swf.gz (those asked for) in --traces-dir DIR,
+or SWF paths given instead of the trace names.
+
 For each trace and policy (FCFS, SPF) it runs: ``base`` (EASY-policy),
 ``classification`` (random forest, no kill), ``classification-idempotent``
 (random forest + kill-and-requeue of false-small jobs) and ``class-clairvoyant``
@@ -34,6 +38,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import add_data_arguments, reports_missing_data, trace_label, trace_path  # noqa: E402
 
 from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.analysis.metrics import compute_metrics  # noqa: E402
@@ -63,8 +70,9 @@ MODEL_OPTIONS = ("n_estimators", "max_depth", "min_samples_leaf", "max_samples",
                  "max_iter", "learning_rate", "max_leaf_nodes", "small_threshold", "classifier_options")
 
 
-def load_trace(name: str, max_jobs: int | None = None) -> dict:
-    workload, _ = swf_to_workload(read_swf(SHARED / "traces" / TRACES[name]), max_jobs=max_jobs)
+def load_trace(name: str, max_jobs: int | None = None, traces_dir: Path | None = None) -> dict:
+    """A trace by name (KTH, CTC, SDSC-SP2, SDSC-BLUE) or SWF path, cleaned into a workload."""
+    workload, _ = swf_to_workload(read_swf(trace_path(name, traces_dir or SHARED / "traces")), max_jobs=max_jobs)
     return workload
 
 
@@ -109,9 +117,11 @@ def run_one(workload: dict, policy: str, variant: str, seed: int, outdir: Path, 
     return row
 
 
+@reports_missing_data
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("traces", nargs="*", default=["KTH"], choices=list(TRACES))
+    ap.add_argument("traces", nargs="*", default=["KTH"], help=f"among {list(TRACES)}, or SWF file paths")
+    add_data_arguments(ap)
     ap.add_argument("--policy", action="append", default=None, help="fcfs, spf (default both)")
     ap.add_argument("--variant", action="append", default=None, help=f"subset of {list(VARIANTS)}")
     ap.add_argument("--max-jobs", type=int, default=None)
@@ -130,8 +140,11 @@ def main(argv=None) -> int:
     variants = args.variant or list(VARIANTS)
     outdir = Path(args.out or tempfile.mkdtemp(prefix="classification-"))
     rows = []
-    for tag in args.traces:
-        workload = load_trace(tag, args.max_jobs)
+    for name in args.traces:
+        trace_path(name, args.traces_dir)  # every input found before the first (long) run
+    for name in args.traces:
+        tag = trace_label(name)
+        workload = load_trace(name, args.max_jobs, args.traces_dir)
         fcfs_base = None
         for policy in policies:
             base = None

@@ -1,9 +1,13 @@
 """AVEbsld (tau = 10 s) of EASY with runtime predictions, beside Gaussier et al. (SC'15) Tables 1, 6, 7.
 
+Needs: the Parallel Workloads Archive files KTH-SP2-1996-2.1-cln.swf.gz, CTC-SP2-1996-3.1-cln.swf.gz,
+SDSC-SP2-1998-4.2-cln.swf.gz, SDSC-BLUE-2000-4.2-cln.swf.gz (those asked for) in --traces-dir DIR,
+or SWF paths given instead of the trace names.
+
 Usage::
 
-    python benchmarks/predictors_experiment.py [KTH CTC SDSC-SP2 SDSC-BLUE] [--max-jobs N] [--jobs P]
-        [--json out.json]
+    python benchmarks/predictors_experiment.py [KTH CTC SDSC-SP2 SDSC-BLUE | FILE.swf.gz ...]
+        [--traces-dir DIR] [--max-jobs N] [--jobs P] [--json out.json]
 
 Configurations (all EASY, ``--reservations count``):
 
@@ -48,6 +52,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import SHARED, add_data_arguments, reports_missing_data, trace_path  # noqa: E402
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
@@ -63,7 +70,7 @@ TRACES = {
     "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
     "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln.swf.gz",
 }
-TRACE_DIR = Path("/work/shared/traces")
+TRACE_DIR = SHARED / "traces"  # --traces-dir
 
 CONFIGS = {
     "EASY": dict(),
@@ -305,7 +312,7 @@ def load_trace(name: str, max_jobs: int | None = None, jitter: float = 0.0, repl
     """The cleaned trace; with ``jitter`` > 0, every submission time gets a uniform
     ``[0, jitter)`` s offset drawn with seed ``replica`` (a sensitivity probe: sub-second
     perturbations that leave every job's size and runtime unchanged)."""
-    workload, _ = swf_to_workload(read_swf(TRACE_DIR / TRACES[name]), max_jobs=max_jobs)
+    workload, _ = swf_to_workload(read_swf(trace_path(name, TRACE_DIR)), max_jobs=max_jobs)
     if jitter > 0:
         rng = np.random.default_rng(replica)
         for job, offset in zip(workload["jobs"], rng.uniform(0.0, jitter, len(workload["jobs"]))):
@@ -357,9 +364,12 @@ def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | Non
             "prediction": {k: v for k, v in report.items() if not k.startswith("ecdf")}}
 
 
+@reports_missing_data
 def main(argv=None) -> int:
+    global TRACE_DIR
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("traces", nargs="*", default=["KTH"], help=f"among {list(TRACES)}")
+    ap.add_argument("traces", nargs="*", default=["KTH"], help=f"among {list(TRACES)}, or SWF file paths")
+    add_data_arguments(ap)
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--jobs", type=int, default=1, help="parallel simulations")
     ap.add_argument("--json", default=None)
@@ -374,9 +384,9 @@ def main(argv=None) -> int:
     ap.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
                     help="when corrections take effect (next-event: as pyss, the paper's simulator)")
     args = ap.parse_args(argv)
+    TRACE_DIR = args.traces_dir  # (workers are forked: they see it)
     for t in args.traces:
-        if t not in TRACES:
-            ap.error(f"unknown trace {t!r}; choose from {list(TRACES)}")
+        trace_path(t, TRACE_DIR)  # every input found before the first (long) run
     known = {**CONFIGS, **EXTRA_CONFIGS, **COMPAT_CONFIGS}
     configs = list(CONFIGS) + (list(EXTRA_CONFIGS) + list(COMPAT_CONFIGS) if args.compat else [])
     if args.config:

@@ -211,3 +211,37 @@ def test_the_installed_command_prints_no_traceback():
     assert done.returncode == 2
     assert done.stderr.startswith("batsched-ml simulate: error: argument --starvation-threshold")
     assert "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------- §5 benchmarks from a clone
+BENCHMARKS = ROOT / "benchmarks"
+
+
+@pytest.mark.parametrize("script, argv, needs", [
+    ("bench_easy.py", ["--traces-dir", "{empty}"], "KTH-SP2-1996-2.1-cln.swf.gz"),
+    ("bench_easy.py", ["CTC", "--traces-dir", "{empty}"], "CTC-SP2-1996-3.1-cln.swf.gz"),
+    ("bench_predictors.py", ["--traces-dir", "{empty}"], "KTH-SP2-1996-2.1-cln.swf.gz"),
+    ("bench_classification.py", ["--traces-dir", "{empty}"], "KTH-SP2-1996-2.1-cln.swf.gz"),
+    ("classification_experiment.py", ["SDSC-BLUE", "--traces-dir", "{empty}"], "SDSC-BLUE-2000-4.2-cln.swf.gz"),
+    ("predictors_experiment.py", ["SDSC-SP2", "--traces-dir", "{empty}"], "SDSC-SP2-1998-4.2-cln.swf.gz"),
+    ("bench_socket.py", ["--golden", "{empty}"], "batsched-ml convert KTH-SP2-1996-2.1-cln.swf.gz --max-jobs 5000"),
+])
+def test_benchmark_without_its_data_says_what_it_needs(tmp_path, script, argv, needs):
+    argv = [a.format(empty=tmp_path) for a in argv]
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *argv], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{script}: needs "), done.stderr
+    assert needs in lines[0]
+    if script != "bench_socket.py":
+        assert "Parallel Workloads Archive" in lines[0] and "https://www.cs.huji.ac.il/labs/parallel/workload/" in lines[0]
+
+
+def test_benchmark_takes_a_trace_path(tmp_path):
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "bench_easy.py"), str(DATA / "kth-excerpt.swf"),
+                           "--reservations", "count"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    row = done.stdout.splitlines()[1].split()
+    assert row[:2] == ["kth-excerpt", "200"]
