@@ -41,6 +41,18 @@ def _max_samples(value):
                         meaning="share of the jobs per tree, or an integer count")
 
 
+def _max_features(value):
+    """Features tried per split: "sqrt", "log2", a count (int >= 1), a share (0 < float <= 1) or None."""
+    if value in ("sqrt", "log2") or value is None:
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return positive_int(value, "max_features")
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return check_number(value, "max_features", low=0, high=1, low_open=True, meaning="share of the features")
+    raise ValidationError(f'max_features must be "sqrt", "log2", an integer >= 1 or a share in (0, 1], '
+                          f"got {value!r}")
+
+
 def check_small_threshold(value) -> float:
     """``value`` as a float strictly between 0 and 1, else a ValueError saying why."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:  # NaN too
@@ -173,7 +185,7 @@ class RandomForestJobClassifier(JobClassifier):
         self.max_depth = positive_int(max_depth, "max_depth", allow_none=True)
         self.min_samples_leaf = positive_int(min_samples_leaf, "min_samples_leaf")
         self.max_samples = _max_samples(max_samples)
-        self.max_features = max_features
+        self.max_features = _max_features(max_features)
         self.n_jobs = check_number(n_jobs, "n_jobs", integer=True, allow_none=True)
         if self.n_jobs == 0:
             raise ValidationError("n_jobs must be a non-zero integer (worker processes; -1 = all cores), got 0")
