@@ -61,14 +61,17 @@ def plugin_options(args) -> dict:
 
 def scheduler_from_args(args):
     """Build the scheduler object the flags describe (used by simulate and serve)."""
+    from .options import name_the_option
     from .runner import build_scheduler
 
-    return build_scheduler(
-        args.scheduler, policy=args.policy, reservations=args.reservations,
-        backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-        predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
-        classifier=args.classifier,
-        kill_false_small=args.kill_false_small, seed=args.seed, **plugin_options(args))
+    options = plugin_options(args)
+    with name_the_option(options):
+        return build_scheduler(
+            args.scheduler, policy=args.policy, reservations=args.reservations,
+            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
+            predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
+            classifier=args.classifier,
+            kill_false_small=args.kill_false_small, seed=args.seed, **options)
 
 
 # ------------------------------------------------------------------ commands

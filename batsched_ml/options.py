@@ -7,6 +7,7 @@ plugins`` to show every plugin's options with their defaults.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import json
@@ -152,3 +153,17 @@ def describe_plugins() -> list[str]:
             lines.append("  with any classifier:   -o " + " ".join(f"{k}={show_default(v)}"
                                                                      for k, v in shared.items()))
     return lines
+
+
+@contextlib.contextmanager
+def name_the_option(options: dict):
+    """A constructor's range error names its parameter (``window must be ...``); on the command
+    line the user typed ``-o predictor_window=0``: say that."""
+    try:
+        yield
+    except ValidationError as exc:
+        param = str(exc).split(" ", 1)[0]
+        for key, value in options.items():
+            if key == param or key.removeprefix("predictor_").removeprefix("correction_") == param:
+                raise ValidationError(f"-o {key}={json.dumps(value)}: {exc}") from None
+        raise

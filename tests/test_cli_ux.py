@@ -76,7 +76,8 @@ def test_every_command_rejects_out_of_range_numbers(capsys, argv, fragments):
 
 @pytest.mark.parametrize("options, fragment", [
     (("-o", "rjms_delay=-1"), "rjms_delay must be a number >= 0"),
-    (("--predictor", "ave2", "-o", "predictor_window=0"), "window must be an integer >= 1"),
+    (("--predictor", "ave2", "-o", "predictor_window=0"), "-o predictor_window=0: window must be an integer >= 1"),
+    (("--classifier", "random-forest", "-o", "small_threshold=2"), "-o small_threshold=2: small_threshold must"),
     (("--correction", "doubling", "-o", "correction_factor=0.5"), "factor must be a number > 1"),
     (("--predictor", "eloss", "-o", "predictor_eta=-1"), "eta must be a number > 0"),
     (("--classifier", "random-forest", "-o", "n_estimators=0"), "n_estimators must be an integer >= 1"),

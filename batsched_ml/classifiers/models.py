@@ -56,7 +56,7 @@ def _max_features(value):
 def check_small_threshold(value) -> float:
     """``value`` as a float strictly between 0 and 1, else a ValueError saying why."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:  # NaN too
-        raise ValueError(f"small_threshold must be a number strictly between 0 and 1 (a job is small when "
+        raise ValidationError(f"small_threshold must be a number strictly between 0 and 1 (a job is small when "
                          f"its predicted P(small) exceeds it; 0.5 = majority), got {value!r}")
     return float(value)
 
