@@ -23,15 +23,16 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--starvation-threshold", type=arg(check.starvation_threshold, "--starvation-threshold"),
                    default=None, metavar="SECONDS",
                    help="a job that waited longer than this moves to the head of the queue (>= 0; default: never)")
-    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, eloss; default: none, "
-                   "the estimate is the walltime)")
+    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, "
+                   "eloss; default: none, the estimate is the walltime)")
     g.add_argument("--correction", default=None, help="correction when a job outlives its estimate "
                    "(requested, incremental, doubling; default: none)")
     g.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
                    help="when a correction takes effect: immediate (CALL_ME_LATER at the predicted end, "
                    "queue re-planned then; default) or next-event (at the next submission or completion, "
                    "as in Gaussier et al.'s simulator)")
-    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, gradient-boosting, clairvoyant; default: none)")
+    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, "
+                   "gradient-boosting, clairvoyant; default: none)")
     g.add_argument("--kill-false-small", action="store_true",
                    help="kill a job classified small at the divider and requeue it as large")
     g.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0,
@@ -160,8 +161,6 @@ def cmd_plot(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from .plugins import GROUPS, available
-
     from .options import describe_plugins
 
     for line in describe_plugins():

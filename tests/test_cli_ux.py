@@ -237,7 +237,8 @@ def test_benchmark_without_its_data_says_what_it_needs(tmp_path, script, argv, n
     assert len(lines) == 1 and lines[0].startswith(f"{script}: needs "), done.stderr
     assert needs in lines[0]
     if script != "bench_socket.py":
-        assert "Parallel Workloads Archive" in lines[0] and "https://www.cs.huji.ac.il/labs/parallel/workload/" in lines[0]
+        assert "Parallel Workloads Archive" in lines[0]
+        assert "https://www.cs.huji.ac.il/labs/parallel/workload/" in lines[0]
 
 
 def test_benchmark_takes_a_trace_path(tmp_path):
