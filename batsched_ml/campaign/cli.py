@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def cmd_run(args) -> int:
@@ -18,8 +23,14 @@ def cmd_run(args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
-    outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
-                           progress=not args.quiet, log=log)
+    if args.trace or args.config:
+        campaign = campaign.subset(traces=args.trace, configs=args.config)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # batch systems stop jobs with SIGTERM
+    try:
+        outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
+                               progress=not args.quiet, log=log)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed: "
         f"{results_dir / 'results.csv'}")
     if outcome.interrupted:
@@ -71,6 +82,10 @@ def add_campaign_commands(sub) -> None:
                    help="local worker processes (default: one per core; 0: run in this process)")
     r.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="submit to a running Dask scheduler, e.g. tcp://head:8786, instead of a local cluster")
+    r.add_argument("--trace", action="append", default=None, metavar="NAME",
+                   help="run only this trace (repeatable; results.csv then holds only the subset)")
+    r.add_argument("--config", action="append", default=None, metavar="NAME",
+                   help="run only this config (repeatable; the baseline is always kept)")
     r.add_argument("--no-report", action="store_true", help="skip RESULTS_DIR/report")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
