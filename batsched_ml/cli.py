@@ -1,4 +1,4 @@
-"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plot | plugins``."""
+"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plot | plugins | campaign``."""
 
 from __future__ import annotations
 
@@ -253,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)
+
+    from .campaign.cli import add_campaign_commands
+
+    add_campaign_commands(sub)
     return parser
 
 

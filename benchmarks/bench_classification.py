@@ -1,13 +1,14 @@
 """Speed of classification-idempotent (EASY-FCFS + random forest + kill of false-small jobs).
 
-Needs: KTH-SP2-1996-2.1-cln.swf.gz (and, with --blue, SDSC-BLUE-2000-4.2-cln.swf.gz) from the
-Parallel Workloads Archive in --traces-dir DIR.
-
 Full KTH-SP2 (target < 30 s) and, with ``--blue``, SDSC-BLUE (target < 5 min). Prints the
 simulation wall time, the weekly training time (reported separately), the per-job
 classification time and the number of retrainings.
 
     python benchmarks/bench_classification.py [--blue] [--classifier random-forest] [-o n_estimators=50]
+        [--traces-dir DIR]
+
+Needs: the traces experiments/zrigui2022.toml names, from the Parallel Workloads Archive
+(KTH-SP2-1996-2.1-cln.swf.gz, ...), where that file points (../shared/traces) or in --traces-dir DIR.
 """
 
 from __future__ import annotations
@@ -19,21 +20,39 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchdata import add_data_arguments, reports_missing_data, trace_path  # noqa: E402
-from classification_experiment import calendar_options, load_trace  # noqa: E402
+from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
+from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
+from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
-TARGETS = {"KTH": 30.0, "SDSC-BLUE": 300.0}
+TARGETS = {"KTH-SP2": 30.0, "SDSC-BLUE": 300.0}
+CAMPAIGN = ROOT / "experiments" / "zrigui2022.toml"  # replaced by a copy pointing into --traces-dir
 
 
-def bench(tag: str, classifier: str, options: dict, outdir: Path, traces_dir: Path | None = None) -> dict:
+def load_trace(name: str) -> dict:
+    """A trace of experiments/zrigui2022.toml, converted."""
+    path = load_campaign(CAMPAIGN).traces[name].path
+    return swf_to_workload(read_swf(path))[0]
+
+
+def calendar_options(workload: dict) -> dict:
+    """The trace calendar as plugin options (the workload is a dict here, not a file)."""
+    swf = workload.get("swf") or {}
+    if swf.get("UnixStartTime") is None:
+        return {}
+    return {"unix_start_time": swf["UnixStartTime"], "subtime_offset": swf.get("subtime_offset", 0.0),
+            "timezone": swf.get("TimeZone") or 0}
+
+
+def bench(tag: str, classifier: str, options: dict, outdir: Path) -> dict:
     t0 = time.perf_counter()
-    workload = load_trace(tag, traces_dir=traces_dir)
+    workload = load_trace(tag)
     load = time.perf_counter() - t0
     sched = build_scheduler("easy", policy="fcfs", classifier=classifier, kill_false_small=True,
                             seed=0, **calendar_options(workload), **options)
@@ -51,19 +70,18 @@ def bench(tag: str, classifier: str, options: dict, outdir: Path, traces_dir: Pa
 
 @reports_missing_data
 def main(argv=None) -> int:
+    global CAMPAIGN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blue", action="store_true", help="also SDSC-BLUE (about 250k jobs)")
-    add_data_arguments(ap)
+    add_data_arguments(ap, default=None)
     ap.add_argument("--classifier", default="random-forest")
     ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
+    CAMPAIGN = campaign_file(CAMPAIGN, args.traces_dir)
     options = plugin_options(args)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
-    tags = ["KTH"] + (["SDSC-BLUE"] if args.blue else [])
-    for tag in tags:
-        trace_path(tag, args.traces_dir)  # every input found before the first (long) run
-    for tag in tags:
-        print(json.dumps(bench(tag, args.classifier, options, outdir, args.traces_dir)), flush=True)
+    for tag in ["KTH-SP2"] + (["SDSC-BLUE"] if args.blue else []):
+        print(json.dumps(bench(tag, args.classifier, options, outdir)), flush=True)
     return 0
 
 

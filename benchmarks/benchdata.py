@@ -11,9 +11,14 @@ next to the checkout.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
+import re
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 
 SHARED = Path(os.environ.get("BATSCHED_ML_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -39,22 +44,62 @@ class MissingData(Exception):
     """An input file is absent: the message says which, and where to get it."""
 
 
-def add_data_arguments(parser, traces: bool = True, golden: bool = False) -> None:
+def add_data_arguments(parser, traces: bool = True, golden: bool = False, default="shared") -> None:
+    """``--traces-dir`` (``default=None``: where the campaign file points) and ``--golden``."""
     if traces:
-        parser.add_argument("--traces-dir", type=Path, default=SHARED / "traces", metavar="DIR",
-                            help="directory of the PWA .swf.gz files (default: %(default)s)")
+        parser.add_argument("--traces-dir", type=Path, default=SHARED / "traces" if default else None,
+                            metavar="DIR", help="directory of the PWA .swf.gz files (default: %(default)s)")
     if golden:
         parser.add_argument("--golden", type=Path, default=SHARED / "golden", metavar="DIR",
                             help="directory of the golden workloads and platform (default: %(default)s)")
 
 
+def pwa_url(file: str) -> str:
+    """The Parallel Workloads Archive address of a trace file (the archive's index if unknown)."""
+    for folder, pwa_file in PWA_FILES.values():
+        if pwa_file == file:
+            return f"{PWA}{folder}/{file}"
+    return PWA
+
+
+def campaign_file(campaign: Path, traces_dir: Path | None = None) -> Path:
+    """The campaign file to load, its SWF traces checked first (a missing one is named with its
+    PWA address); with ``traces_dir``, a temporary copy whose ``swf`` paths point there."""
+    campaign = Path(campaign)
+    text = campaign.read_text(encoding="utf-8")
+    traces = tomllib.loads(text).get("traces", {})
+    swfs = [t["swf"] for t in traces.values() if isinstance(t, dict) and "swf" in t]
+
+    def located(swf: str) -> Path:
+        if traces_dir is not None:
+            return Path(traces_dir) / Path(swf).name
+        path = Path(os.path.expanduser(os.path.expandvars(swf)))
+        return path if path.is_absolute() else campaign.resolve().parent / path
+
+    for swf in swfs:
+        path = located(swf)
+        if not path.is_file():
+            raise MissingData(f"needs {path.name} from the Parallel Workloads Archive ({pwa_url(path.name)}) in "
+                              f"{path.parent} (or pass --traces-dir DIR); {campaign.name} reads "
+                              f"{', '.join(Path(s).name for s in swfs)}")
+    if traces_dir is None:
+        return campaign
+    tmp = tempfile.mkdtemp(prefix="campaign-")
+    atexit.register(shutil.rmtree, tmp, True)
+    copy = Path(tmp) / campaign.name
+    copy.write_text(re.sub(r'(?m)^(\s*swf\s*=\s*")([^"]+)"',
+                           lambda m: f'{m.group(1)}{located(m.group(2)).resolve().as_posix()}"', text),
+                    encoding="utf-8")
+    return copy
+
+
 def trace_path(name_or_path, traces_dir: Path | None = None) -> Path:
     """A trace by short name (``KTH``, ``CTC``, ``SDSC-SP2``, ``SDSC-BLUE``) in ``traces_dir``, or a path."""
     if name_or_path in PWA_FILES:
-        folder, file = PWA_FILES[name_or_path]
+        _, file = PWA_FILES[name_or_path]
         path = Path(traces_dir or SHARED / "traces") / file
         if not path.is_file():
-            raise MissingData(f"needs {file} from the Parallel Workloads Archive ({PWA}{folder}/{file}) "
+            raise MissingData(f"needs {file} from the Parallel Workloads Archive ({pwa_url(file)}) "
                               f"in {path.parent} (or pass --traces-dir DIR)")
         return path
     path = Path(name_or_path)
