@@ -1,6 +1,10 @@
 """Throughput of the ZeroMQ path: ``serve`` driven by ``simulate --connect``.
 
-Usage: python benchmarks/bench_socket.py [--shared ../shared] [--full] [--transport tcp ipc]
+Needs: KTH-5k.json.gz (and, with --full, KTH-SP2-1996-2.1-cln.json.gz) and platform-100.xml in
+--golden DIR, made from the Parallel Workloads Archive's KTH-SP2-1996-2.1-cln.swf.gz by
+`batsched-ml convert` (the exact commands are printed when a file is missing).
+
+Usage: python benchmarks/bench_socket.py [--golden DIR] [--full] [--transport tcp ipc]
                                          [--scheduler easy] [--split]
 
 The decision server runs in a child process (like a real deployment: Batsim and
@@ -19,9 +23,14 @@ import filecmp
 import io
 import resource
 import multiprocessing as mp
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import add_data_arguments, golden_path, reports_missing_data  # noqa: E402
 
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.server.peer import run_connected
@@ -140,23 +149,20 @@ def split(messages: list[bytes], scheduler: str, repeat: int = 5) -> dict:
     return {name: seconds / len(messages) * 1e6 for name, seconds in best.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared"))
+@reports_missing_data
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_arguments(parser, traces=False, golden=True)
     parser.add_argument("--full", action="store_true", help="also the full KTH-SP2 trace (28k jobs)")
     parser.add_argument("--transport", nargs="+", default=["tcp", "ipc"], choices=("tcp", "ipc"))
     parser.add_argument("--scheduler", default="easy")
     parser.add_argument("--split", action="store_true",
                         help="also serve's CPU per message without sockets: decode / decide / encode")
-    args = parser.parse_args()
-    golden = Path(args.shared) / "golden"
-    cases = [("KTH-5k", golden / "KTH-5k.json.gz")]
+    args = parser.parse_args(argv)
+    cases = [("KTH-5k", golden_path("KTH-5k.json.gz", args.golden))]
     if args.full:
-        cases.append(("KTH-SP2", golden / "KTH-SP2-1996-2.1-cln.json.gz"))
-    platform = golden / "platform-100.xml"
-    if not platform.exists():
-        raise SystemExit(f"needs the golden files (platform-100.xml, KTH-5k.json.gz) under {golden}: "
-                         "pass --shared DIR")
+        cases.append(("KTH-SP2", golden_path("KTH-SP2-1996-2.1-cln.json.gz", args.golden)))
+    platform = golden_path("platform-100.xml", args.golden)
     if args.split:
         for name, workload in cases:
             r = split(record_messages(platform, workload, args.scheduler), args.scheduler)
@@ -175,7 +181,8 @@ def main() -> None:
     print("decide/codec/rest: share of the server's wall time inside DecisionCore.handle, in the JSON "
           "codec, and in ZeroMQ + waiting for the simulator. serve cpu: the server process's user+sys "
           "time from its first message to its exit (all threads).")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import zmq
 
@@ -103,7 +102,9 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs,
                     profile_reuse=profile_reuse, progress=progress)
     if prefix is not None:
-        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        from ..validation import output_prefix
+
+        output_prefix(prefix)
     from .transport import MessageLog
 
     log = MessageLog(log_path) if log_path else None
