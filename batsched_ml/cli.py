@@ -65,7 +65,8 @@ def scheduler_from_args(args):
 def cmd_convert(args) -> int:
     from .workloads import convert_swf
 
-    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes)
+    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
+                         missing_walltime=args.missing_walltime)
     print(report)
     return 0
 
@@ -168,6 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML")
     p.add_argument("--max-jobs", type=int, default=None, help="keep only the first N usable jobs")
     p.add_argument("--nodes", type=int, default=None, help="machine size (default: the header's MaxProcs)")
+    p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
+                   help="walltime of a job without a requested time: its run time (default, as the golden "
+                   "files; backfilling then knows its run time exactly), the trace's largest requested "
+                   "time, or drop the job")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
