@@ -278,6 +278,20 @@ def test_status_lines_on_a_non_terminal():
     assert ProgressReporter.for_cli(quiet=True, stream=io.StringIO()).mode == "off"
 
 
+def test_bar_on_a_terminal_shows_finished_jobs_and_queue():
+    import io
+
+    from batsched_ml.progress import ProgressReporter
+    from batsched_ml.simulator.engine import SimStatus
+
+    stream = io.StringIO()
+    reporter = ProgressReporter("bar", stream)
+    reporter.simulation_status(SimStatus(2 * 86400.0, 250, 1000, 42, 7, 900))
+    reporter.close()
+    text = stream.getvalue()
+    assert "250/1000" in text and "queue 42" in text and "running 7" in text and "sim 2.0 d" in text
+
+
 def test_quiet_and_short_runs_print_nothing_on_stderr(tmp_path, capsys):
     assert _simulate(tmp_path, "--quiet", "--scheduler", "fcfs") == 0
     assert capsys.readouterr().err == ""

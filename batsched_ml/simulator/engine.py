@@ -314,7 +314,11 @@ class Simulator:
         try:
             error, unfinished = self._simulate()
         except BaseException as exc:
-            exc.partial_outputs = self._finish_partial(prefix, started)
+            partial = self._finish_partial(prefix, started)
+            try:
+                exc.partial_outputs = partial
+            except AttributeError:  # an exception type without a __dict__: the files are written anyway
+                pass
             raise
         end_time = self._now / 1e9
         for job in unfinished:
