@@ -22,16 +22,21 @@ def format_duration(seconds: float) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
-def _eta(status, elapsed: float) -> float | None:
-    if status.finished <= 0 or status.total <= 0 or elapsed <= 0:
+def _eta(status, elapsed: float, since=None) -> float | None:
+    """Remaining wall time at the rate of jobs finished since ``since`` = (elapsed, finished) of an
+    earlier status (loading the workload is not simulating), else since the start."""
+    done, spent = status.finished, elapsed
+    if since is not None:
+        done, spent = status.finished - since[1], elapsed - since[0]
+    if done <= 0 or status.total <= 0 or spent <= 0:
         return None
-    return elapsed * (status.total - status.finished) / status.finished
+    return spent * (status.total - status.finished) / done
 
 
-def status_line(status, elapsed: float) -> str:
+def status_line(status, elapsed: float, since=None) -> str:
     """One line: finished/total jobs, simulated time, queue, running, elapsed, ETA."""
     share = 100.0 * status.finished / status.total if status.total else 100.0
-    eta = _eta(status, elapsed)
+    eta = _eta(status, elapsed, since)
     return (f"simulating: {status.finished}/{status.total} jobs finished ({share:.1f}%), "
             f"simulated time {status.sim_time / DAY:.1f} d, {status.queued} queued, {status.running} running, "
             f"{format_duration(elapsed)} elapsed, ETA {'?' if eta is None else format_duration(eta)}")
@@ -55,6 +60,7 @@ class ProgressReporter:
         self.next_line = self.started + first_after
         self.lines = 0
         self._bar = None
+        self._first = None  # (elapsed, finished) at the first status: the ETA's reference
 
     @classmethod
     def for_cli(cls, quiet: bool, stream=None) -> "ProgressReporter":
@@ -68,10 +74,12 @@ class ProgressReporter:
         if self.mode == "off":
             return
         now = self.clock()
+        if self._first is None:
+            self._first = (now - self.started, status.finished)
         if self.mode == "bar":
             self._update_bar(status)
         elif now >= self.next_line and not status.done:
-            print(status_line(status, now - self.started), file=self.stream, flush=True)
+            print(status_line(status, now - self.started, self._first), file=self.stream, flush=True)
             self.lines += 1
             self.next_line = now + self.interval
 
