@@ -257,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list every plugin by kind")
     p.set_defaults(func=cmd_plugins)
+
+    from .campaign.cli import add_campaign_commands
+
+    add_campaign_commands(sub)
     return parser
 
 

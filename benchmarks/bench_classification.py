@@ -16,15 +16,30 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from classification_experiment import calendar_options, load_trace  # noqa: E402
-
+from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
+from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
-TARGETS = {"KTH": 30.0, "SDSC-BLUE": 300.0}
+TARGETS = {"KTH-SP2": 30.0, "SDSC-BLUE": 300.0}
+
+
+def load_trace(name: str) -> dict:
+    """A trace of experiments/zrigui2022.toml, converted."""
+    path = load_campaign(ROOT / "experiments" / "zrigui2022.toml").traces[name].path
+    return swf_to_workload(read_swf(path))[0]
+
+
+def calendar_options(workload: dict) -> dict:
+    """The trace calendar as plugin options (the workload is a dict here, not a file)."""
+    swf = workload.get("swf") or {}
+    if swf.get("UnixStartTime") is None:
+        return {}
+    return {"unix_start_time": swf["UnixStartTime"], "subtime_offset": swf.get("subtime_offset", 0.0),
+            "timezone": swf.get("TimeZone") or 0}
 
 
 def bench(tag: str, classifier: str, options: dict, outdir: Path) -> dict:
@@ -53,7 +68,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     options = plugin_options(args)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
-    for tag in ["KTH"] + (["SDSC-BLUE"] if args.blue else []):
+    for tag in ["KTH-SP2"] + (["SDSC-BLUE"] if args.blue else []):
         print(json.dumps(bench(tag, args.classifier, options, outdir)), flush=True)
     return 0
 

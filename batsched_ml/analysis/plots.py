@@ -97,7 +97,7 @@ def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, label
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left" if kind == "cumbsld" else "lower right")  # "best" is slow on 100k-point curves
     fig.tight_layout()
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
