@@ -45,7 +45,10 @@ def _pyplot():
 
 def _prefix(path) -> str:
     name = Path(path).name
-    return name[: -len("_jobs.csv")] if name.endswith("_jobs.csv") else Path(path).stem
+    for suffix in ("_jobs.csv", "_jobs.csv.gz"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(path).stem
 
 
 def run_label(path) -> str:
