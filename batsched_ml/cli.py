@@ -145,6 +145,8 @@ def cmd_simulate(args) -> int:
                 print(f"{key}: {value}")
     for line in rejection_summary(rejected):
         print(line, file=sys.stderr)
+    if result.nb_jobs == 0:
+        print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
     if result.unfinished:
         print(f"warning: {len(result.unfinished)} jobs never ran (the scheduler left them waiting)",
               file=sys.stderr)

@@ -442,3 +442,12 @@ def test_plot_of_an_empty_run_warns(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "batsched-ml: warning:" in captured.err and "no executed job" in captured.err
     assert (tmp_path / "e.svg").exists()
+
+
+def test_empty_workload_warns_in_convert_and_simulate(tmp_path, capsys):
+    path = _swf(tmp_path, _line(1, 0, 0, 1, 60), "; MaxProcs: 8\n")  # its only job has run time 0
+    assert main(["convert", str(path), "-w", str(tmp_path / "w.json"), "-p", str(tmp_path / "p.xml")]) == 0
+    assert "warning: no job kept, the workload is empty" in capsys.readouterr().out
+    assert main(["simulate", "-p", str(tmp_path / "p.xml"), "-w", str(tmp_path / "w.json"),
+                 "-e", str(tmp_path / "e"), "--quiet"]) == 0
+    assert "warning: the workload has no job" in capsys.readouterr().err

@@ -171,6 +171,8 @@ def swf_to_workload(
     subtime = submit - submit[0] if len(submit) else submit
 
     notes = []
+    if not len(k):
+        notes.append("warning: no job kept, the workload is empty")
     if len(subtime) and subtime.min() < 0:
         notes.append(f"{int((subtime < 0).sum())} jobs submitted before the first kept job "
                      "(trace not sorted by submit time): negative subtimes")
