@@ -1,4 +1,4 @@
-"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plugins``."""
+"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plot | plugins | campaign``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import sys
 
 from . import __version__
+from . import validation as check
+from .validation import arg
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,19 +20,23 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
                    help="reservation model: count = textbook (papers), cores = batsched's (default count)")
     g.add_argument("--backfill-order", choices=("queue", "sjbf"), default="queue",
                    help="order in which backfilling tries jobs (default: the queue order)")
-    g.add_argument("--starvation-threshold", type=float, default=None, metavar="SECONDS",
-                   help="a job that waited longer than this moves to the head of the queue")
-    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, eloss)")
+    g.add_argument("--starvation-threshold", type=arg(check.starvation_threshold, "--starvation-threshold"),
+                   default=None, metavar="SECONDS",
+                   help="a job that waited longer than this moves to the head of the queue (>= 0; default: never)")
+    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, "
+                   "eloss; default: none, the estimate is the walltime)")
     g.add_argument("--correction", default=None, help="correction when a job outlives its estimate "
-                   "(requested, incremental, doubling)")
+                   "(requested, incremental, doubling; default: none)")
     g.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
                    help="when a correction takes effect: immediate (CALL_ME_LATER at the predicted end, "
                    "queue re-planned then; default) or next-event (at the next submission or completion, "
                    "as in Gaussier et al.'s simulator)")
-    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, ...)")
+    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, "
+                   "gradient-boosting, clairvoyant; default: none)")
     g.add_argument("--kill-false-small", action="store_true",
                    help="kill a job classified small at the divider and requeue it as large")
-    g.add_argument("--seed", type=int, default=0, help="seed of every random component (default 0)")
+    g.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0,
+                   help="seed of every random component (0 <= N < 2**32)")
     g.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
 
@@ -41,24 +47,32 @@ def plugin_options(args) -> dict:
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"error: -o expects KEY=VALUE, got {item!r}")
+            raise check.ValidationError(f"-o expects KEY=VALUE, got {item!r}")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    from .options import FLAG_OF
+
+    for key in options:
+        if key in FLAG_OF:
+            raise check.ValidationError(f"-o {key}=...: {key} is set by {FLAG_OF[key]}, not by -o")
     return options
 
 
 def scheduler_from_args(args):
     """Build the scheduler object the flags describe (used by simulate and serve)."""
+    from .options import name_the_option
     from .runner import build_scheduler
 
-    return build_scheduler(
-        args.scheduler, policy=args.policy, reservations=args.reservations,
-        backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-        predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
-        classifier=args.classifier,
-        kill_false_small=args.kill_false_small, seed=args.seed, **plugin_options(args))
+    options = plugin_options(args)
+    with name_the_option(options):
+        return build_scheduler(
+            args.scheduler, policy=args.policy, reservations=args.reservations,
+            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
+            predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
+            classifier=args.classifier,
+            kill_false_small=args.kill_false_small, seed=args.seed, **options)
 
 
 # ------------------------------------------------------------------ commands
@@ -183,18 +197,39 @@ def cmd_plot(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from .plugins import GROUPS, available
+    from .options import describe_plugins
 
-    for kind in GROUPS:
-        print(f"{kind}:")
-        for name, target in available(kind).items():
-            print(f"  {name:<22} {target}")
+    for line in describe_plugins():
+        print(line)
     return 0
 
 
 # ------------------------------------------------------------------- parser
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default, unless its help already names one or there is none to show."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        shown = not (default is None or default is False or default == [] or default == argparse.SUPPRESS)
+        if "default" not in text and shown and action.option_strings and action.nargs != 0:
+            text += f" (default: {action.default})"
+        return text
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse with every usage error on one line (exit 2) and defaults in ``--help``."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="batsched-ml", description=__doc__)
+    parser = OneLineErrorParser(prog="batsched-ml", description=__doc__)
     parser.add_argument("--version", action="version", version=f"batsched-ml {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -202,8 +237,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="SWF file (plain or .gz)")
     p.add_argument("-w", "--workload", required=True, help="output Batsim JSON workload (.json or .json.gz)")
     p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML")
-    p.add_argument("--max-jobs", type=int, default=None, help="keep only the first N usable jobs")
-    p.add_argument("--nodes", type=int, default=None, help="machine size (default: the header's MaxProcs)")
+    p.add_argument("--max-jobs", type=arg(check.positive_int, "--max-jobs", integer=True), default=None,
+                   help="keep only the first N usable jobs (default: all)")
+    p.add_argument("--nodes", type=arg(check.positive_int, "--nodes", integer=True), default=None,
+                   help="machine size (default: the header's MaxProcs)")
     p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
                    help="walltime of a job without a requested time: its run time (default, as the golden "
                    "files; backfilling then knows its run time exactly), the trace's largest requested "
@@ -221,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "once a run lasts 5 s)")
     p.add_argument("--connect", default=None, metavar="ENDPOINT",
                    help="drive an external scheduler over ZeroMQ (REQ) like Batsim does, e.g. tcp://127.0.0.1:28000")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="with --connect: give up when the scheduler does not answer in time")
     p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_false",
                    help="with --connect: like Batsim without --enable-dynamic-jobs (for schedulers that "
@@ -231,18 +268,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="serve scheduling decisions to a real Batsim over ZeroMQ (REP)")
     p.add_argument("-s", "--socket", default="tcp://127.0.0.1:28000", help="endpoint to bind")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
     p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("metrics", help="metrics of a Batsim jobs CSV (ours or real Batsim's)")
-    p.add_argument("jobs_csv")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--tau", type=float, action="append", default=None,
+    p.add_argument("jobs_csv", help="a Batsim jobs file (PREFIX_jobs.csv), written by simulate or by Batsim")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    p.add_argument("--tau", type=arg(check.tau, "--tau"), action="append", default=None,
                    help="bounded-slowdown threshold in seconds (repeatable; default 10 and 60)")
-    p.add_argument("--nb-cores", type=int, default=None, help="machine size, for utilisation")
+    p.add_argument("--nb-cores", type=arg(check.positive_int, "--nb-cores", integer=True), default=None,
+                   help="machine size, for utilisation (default: the largest core id used + 1)")
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
@@ -251,13 +289,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
                    help="cumbsld: cumulative bounded slowdown over time (Zrigui et al. Fig. 6, default); "
                    "wait-ecdf: distribution of waiting times")
-    p.add_argument("--tau", type=float, default=60.0, help="bounded-slowdown threshold for cumbsld (default 60)")
-    p.add_argument("--label", action="append", default=None, help="curve label, once per CSV (default: the run's scheduler/policy/predictor from "
+    p.add_argument("--tau", type=arg(check.tau, "--tau"), default=60.0,
+                   help="bounded-slowdown threshold for cumbsld, in seconds (> 0)")
+    p.add_argument("--label", action="append", default=None,
+                   help="curve label, once per CSV (default: the run's scheduler/policy/predictor from "
                    "PREFIX_run.json, else the prefix)")
     p.add_argument("--title", default=None, help="figure title (default: none)")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("plugins", help="list every plugin by kind")
+    p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)
 
     from .campaign.cli import add_campaign_commands

@@ -81,6 +81,7 @@ def write_run_description(args, prefix, options: dict) -> str:
     from pathlib import Path
 
     from . import __version__
+    from .validation import output_prefix
 
     config = {key: getattr(args, key, None) for key in RUN_KEYS}
     config["options"] = options
@@ -88,7 +89,7 @@ def write_run_description(args, prefix, options: dict) -> str:
     config["workloads"] = [str(w) for w in args.workload]
     config["label"] = run_label(config)
     config["batsched_ml"] = __version__
+    output_prefix(prefix)  # a file where a directory should be gets a sentence
     path = Path(f"{prefix}_run.json")
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, sort_keys=True, indent=1) + "\n")
     return str(path)

@@ -1,6 +1,10 @@
 """Throughput of the ZeroMQ path: ``serve`` driven by ``simulate --connect``.
 
-Usage: python benchmarks/bench_socket.py [--shared ../shared] [--full] [--transport tcp ipc]
+Needs: KTH-5k.json.gz (and, with --full, KTH-SP2-1996-2.1-cln.json.gz) and platform-100.xml in
+--golden DIR, made from the Parallel Workloads Archive's KTH-SP2-1996-2.1-cln.swf.gz by
+`batsched-ml convert` (the exact commands are printed when a file is missing).
+
+Usage: python benchmarks/bench_socket.py [--golden DIR] [--full] [--transport tcp ipc]
                                          [--scheduler easy]
 
 The decision server runs in a child process (like a real deployment: Batsim and
@@ -17,9 +21,14 @@ from __future__ import annotations
 import argparse
 import filecmp
 import multiprocessing as mp
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import add_data_arguments, golden_path, reports_missing_data  # noqa: E402
 
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.server.peer import run_connected
@@ -71,18 +80,18 @@ def bench(platform, workload, scheduler: str, transport: str, tmp: Path) -> dict
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--shared", default=str(Path(__file__).resolve().parents[2] / "shared"))
+@reports_missing_data
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_data_arguments(parser, traces=False, golden=True)
     parser.add_argument("--full", action="store_true", help="also the full KTH-SP2 trace (28k jobs)")
     parser.add_argument("--transport", nargs="+", default=["tcp", "ipc"], choices=("tcp", "ipc"))
     parser.add_argument("--scheduler", default="easy")
-    args = parser.parse_args()
-    golden = Path(args.shared) / "golden"
-    cases = [("KTH-5k", golden / "KTH-5k.json.gz")]
+    args = parser.parse_args(argv)
+    cases = [("KTH-5k", golden_path("KTH-5k.json.gz", args.golden))]
     if args.full:
-        cases.append(("KTH-SP2", golden / "KTH-SP2-1996-2.1-cln.json.gz"))
-    platform = golden / "platform-100.xml"
+        cases.append(("KTH-SP2", golden_path("KTH-SP2-1996-2.1-cln.json.gz", args.golden)))
+    platform = golden_path("platform-100.xml", args.golden)
     print(f"{'trace':<8} {'via':<4} {'msgs':>6} {'msg/s':>7} {'µs/rt':>7} {'decide':>7} {'codec':>6} "
           f"{'rest':>6} {'wall s':>7} {'inproc s':>8}")
     for name, workload in cases:
@@ -94,7 +103,8 @@ def main() -> None:
                   f"{r['rest_share']:>6.1%} {r['wall']:>7.2f} {r['inproc_wall']:>8.2f}")
     print("decide/codec/rest: share of the server's wall time inside DecisionCore.handle, in the JSON "
           "codec, and in ZeroMQ + waiting for the simulator.")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

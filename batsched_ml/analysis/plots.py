@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..validation import tau as check_tau
 from .metrics import cumulative_bsld, merge_attempts, read_jobs_csv
 
 KINDS = ("cumbsld", "wait-ecdf")
@@ -64,6 +65,7 @@ def run_label(path) -> str:
 
 def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, labels=None, title=None):
     """Draw ``kind`` for every jobs CSV into ``output`` (format from its suffix); returns the figure."""
+    check_tau(tau)
     if kind not in KINDS:
         raise ValueError(f"unknown plot kind {kind!r}; choose from {', '.join(KINDS)}")
     labels = list(labels) if labels else [run_label(p) for p in jobs_csvs]

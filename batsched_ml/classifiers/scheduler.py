@@ -24,6 +24,7 @@ import numpy as np
 from ..core.job import QUEUED, RUNNING
 from ..policies.orders import Policy
 from ..protocol import events as ev
+from ..validation import finite, positive
 from .features import FEATURE_NAMES, CalendarClock, FeatureTable
 
 WEEK = 604800.0
@@ -94,12 +95,13 @@ class ClassificationMixin:
         self.kill_false_small = bool(kill_false_small)
         self.may_requeue = self.kill_false_small
         self.seed = seed
-        self.period = float(period)
+        self.period = positive(period, "period", "retraining period in seconds")
         self.history = history
         self.divider_window = divider_window
         self.store_classes = store_classes
-        self._clock_options = {"unix_start_time": unix_start_time, "subtime_offset": subtime_offset,
-                               "timezone": timezone}
+        self._clock_options = {"unix_start_time": finite(unix_start_time, "unix_start_time", allow_none=True),
+                               "subtime_offset": finite(subtime_offset, "subtime_offset"),
+                               "timezone": finite(timezone, "timezone", "hours from UTC")}
         self.clock = None
         self.table = None
         self.divider = None

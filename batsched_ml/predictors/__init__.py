@@ -46,6 +46,7 @@ import math
 import numpy as np
 
 from ..core.decision_core import CALL_STAMP_TOLERANCE
+from ..validation import positive
 from .base import Correction, RuntimePredictor
 from .eloss import asymmetric_loss, job_weight
 
@@ -73,7 +74,7 @@ class Estimator:
         self.predictor = predictor
         self.correction = correction
         self.timing = timing
-        self.call_margin = call_margin
+        self.call_margin = positive(call_margin, "call_margin", "seconds")
         # corrections that can be previewed (``advance``) let calls be skipped when irrelevant
         self._pure = correction is not None and type(correction).advance is not Correction.advance
         self.scheduler = None

@@ -15,7 +15,6 @@ Set ``args.dynamic_jobs = False`` for a scheduler that never sends it.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import zmq
 
@@ -84,7 +83,9 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs,
                     profile_reuse=profile_reuse, progress=progress)
     if prefix is not None:
-        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        from ..validation import output_prefix
+
+        output_prefix(prefix)
     from .transport import MessageLog
 
     log = MessageLog(log_path) if log_path else None

@@ -12,6 +12,8 @@ import time
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from ..validation import timeout as check_timeout
+
 __all__ = ["DEFAULT_ENDPOINT", "ERROR_PREFIX", "Channel", "PeerGone", "TransportError", "MessageLog"]
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:28000"
@@ -46,7 +48,7 @@ class Channel:
     def __init__(self, kind: int, endpoint: str, *, bind: bool, timeout: float | None = None,
                  peer_name: str = "peer", watch_disconnect: bool = True):
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         self.peer_name = peer_name
         self.context = zmq.Context()
         self.socket = self.context.socket(kind)

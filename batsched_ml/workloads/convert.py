@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..validation import non_negative_int
 from .swf import SwfTrace, read_swf
 from .timezone import resolve_time_zone
 
@@ -148,8 +149,7 @@ def swf_to_workload(
 
     beyond = 0
     if max_jobs is not None:
-        if max_jobs < 0:
-            raise ValueError(f"max_jobs must be >= 0, got {max_jobs}")
+        non_negative_int(max_jobs, "max_jobs")
         kept_idx = np.flatnonzero(keep)
         if len(kept_idx) > max_jobs:
             cut = kept_idx[max_jobs - 1] + 1 if max_jobs else 0
