@@ -80,7 +80,7 @@ def test_config_keys_are_the_simulate_parsers_scheduler_flags():
     ("[configs.a]\nschedulr = 'easy'\n", "unknown key 'schedulr'; valid keys: backfill_order"),
     ("[configs.a]\nseed = 3\n", "set seeds in [campaign]"),
     ("[configs.a]\nreservations = 'bogus'\n", "invalid choice: 'bogus'"),
-    ("[configs.a]\nstarvation_threshold = 'soon'\n", "invalid float value"),
+    ("[configs.a]\nstarvation_threshold = 'soon'\n", "--starvation-threshold: expects a number"),
     ("[configs.a]\nkill_false_small = 1\n", "is a switch"),
     ("[configs.a]\nclassifier = 'no-such-model'\n", "no-such-model"),
     ("[configs.a]\noptions = { no_plugin_takes_this = 1 }\n", "no_plugin_takes_this"),
@@ -291,14 +291,13 @@ def test_generated_trace_through_the_lublin_model(tmp_path):
     assert row["status"] == "ok" and row["jobs"] == 200
 
 
-def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
-    """A real SIGINT to `batsched-ml campaign run` (as Ctrl-C sends), then a resume."""
+def _interrupt_a_run(out: Path, signum) -> str:
+    """Start `campaign run` on the sample, send ``signum`` once a task is stored; its stderr."""
     import signal
     import subprocess
     import sys
     import time
 
-    out = tmp_path / "out"
     cmd = [sys.executable, "-m", "batsched_ml.cli", "campaign", "run", str(ROOT / "experiments" / "sample.toml"),
            "-o", str(out), "-q", "--workers", "0", "--no-report"]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True,
@@ -306,10 +305,18 @@ def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
     deadline = time.monotonic() + 120
     while not len(list(out.glob("cache/*.json"))) and time.monotonic() < deadline:
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "run again to resume" in err
+    return err
+
+
+def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
+    """A real SIGINT to `batsched-ml campaign run` (as Ctrl-C sends), then a resume."""
+    import signal
+
+    out = tmp_path / "out"
+    assert "run again to resume" in _interrupt_a_run(out, signal.SIGINT)
     stored = len(read_results(out))
     assert 1 <= stored < 10
     resumed = run(ROOT / "experiments" / "sample.toml", out, workers=0)
@@ -337,3 +344,19 @@ def test_generator_string_is_parsed_and_a_missing_generator_is_a_clear_error(tmp
                                                                             "jobs": 200, "seed": 3}
     with pytest.raises(CampaignError, match="unknown model 'feitelson'"):
         parse_generate({"model": "feitelson"}, "x")
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path):
+    import signal
+
+    assert "run again to resume" in _interrupt_a_run(tmp_path / "out", signal.SIGTERM)
+    assert 1 <= len(read_results(tmp_path / "out")) < 10
+
+
+def test_subset_keeps_the_baseline_and_rejects_unknown_names(tmp_path):
+    c = load_campaign(write(tmp_path, HEAD + CONFIGS + '[[paper]]\ntrace = "KTH1k"\nconfig = "spf"\n'
+                                                       'metric = "avebsld10"\nvalue = 1\n'))
+    sub = c.subset(configs=["conservative"])
+    assert list(sub.configs) == ["easy", "conservative"] and sub.paper == [] and list(sub.traces) == ["KTH1k"]
+    with pytest.raises(CampaignError, match="unknown trace 'CTC'; traces: KTH1k"):
+        c.subset(traces=["CTC"])

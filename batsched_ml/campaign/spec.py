@@ -147,6 +147,23 @@ class Campaign:
     description: str = ""
     text: str = ""               # the file as read, copied next to the results
 
+    def subset(self, traces=None, configs=None) -> "Campaign":
+        """The same campaign on some traces / configs only (the baseline config is kept)."""
+        def pick(table: dict, names, kind: str) -> dict:
+            if not names:
+                return table
+            unknown = [n for n in names if n not in table]
+            if unknown:
+                raise CampaignError(f"unknown {kind} {unknown[0]!r}; {kind}s: {', '.join(table)}")
+            return {n: v for n, v in table.items() if n in names}
+
+        import dataclasses
+
+        kept_configs = pick(self.configs, configs and [*configs, self.baseline], "config")
+        kept_traces = pick(self.traces, traces, "trace")
+        paper = [p for p in self.paper if p.trace in kept_traces and p.config in kept_configs]
+        return dataclasses.replace(self, traces=kept_traces, configs=kept_configs, paper=paper)
+
 
 DEFAULT_METRICS = ["avebsld10", "avebsld60", "cum_bsld60", "mean_wait", "geomean_wait", "max_wait",
                    "utilisation", "kills"]
