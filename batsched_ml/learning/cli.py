@@ -50,7 +50,7 @@ def add_learning_commands(sub) -> None:
     p.add_argument("--cores", type=int, default=256, help="machine size n_max (default 256)")
     p.add_argument("--tuples", type=int, required=True, help="number of (S, Q) tuples")
     p.add_argument("--trials", type=int, default=256000, help="permutations per tuple (default 256000)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the workload, the tuples and the permutations")
     p.add_argument("-o", "--output", required=True, help="JSON policy file (use as --policy learned:FILE#k)")
     p.add_argument("--scores", default=None, help="score distribution CSV, kept for resuming "
                    "(default: OUTPUT with .scores.csv)")
