@@ -79,60 +79,89 @@ def scheduler_from_args(args):
 def cmd_convert(args) -> int:
     from .workloads import convert_swf
 
-    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes)
+    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
+                         missing_walltime=args.missing_walltime)
     print(report)
     return 0
 
 
-def _progress_bar(enabled: bool):
-    if not enabled:
-        return None, None
-    from tqdm import tqdm
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
 
-    bar = tqdm(total=0, unit="job", desc="simulating", leave=False)
 
-    def update(done, total):
-        bar.total = total
-        bar.n = done
-        bar.refresh()
+def _interruptible():
+    """Turn SIGTERM into an exception during the run, so that the outputs get finished;
+    returns a function restoring the previous handler."""
+    import signal
 
-    return update, bar
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (tests, embedding): leave signals alone
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(exc) -> int:
+    partial = getattr(exc, "partial_outputs", None)
+    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
+    detail = f": {partial.describe()}" if partial is not None else ""
+    print(f"batsched-ml: {what}{detail}", file=sys.stderr)
+    return 130
 
 
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
+    from .progress import ProgressReporter
+    from .run_outputs import complete_report, rejection_summary, write_job_details, write_run_description
     from .runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
-    if args.connect:
-        from .server.peer import simulate_connected
+    details, rejected = {}, []
+    progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+    restore = _interruptible()
+    try:
+        if args.connect:
+            from .server.peer import simulate_connected
 
-        result = simulate_connected(args)
-        report = {}
-    else:
-        scheduler = scheduler_from_args(args)
-        update, bar = _progress_bar(sys.stderr.isatty() and not args.json)
-        try:
-            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export, progress=update,
-                                    dynamic_jobs=args.dynamic_jobs)
-        finally:
-            if bar is not None:
-                bar.close()
-        report = scheduler.report()
+            result = simulate_connected(args)
+            report = {}
+        else:
+            scheduler = scheduler_from_args(args)
+            details["run"] = write_run_description(args, args.export, plugin_options(args))
+            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs)
+            report = scheduler.report()
+            details.update(write_job_details(scheduler, args.export))
+            rejected = core.rejected
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
+    finally:
+        restore()
+        progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
+    report = complete_report(report, metrics)
+    files = {"jobs": result.jobs_csv, "schedule": result.schedule_csv, **details}
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
                                                    "jobs_csv": result.jobs_csv,
-                                                   "unfinished": result.unfinished}}
+                                                   "unfinished": result.unfinished},
+               "files": files}
         if report:
             out["scheduler"] = report
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print(format_metrics(metrics))
-        print(f"outputs: {result.jobs_csv}, {result.schedule_csv} ({result.wall_time:.2f} s)")
+        print(f"outputs: {', '.join(files.values())} ({result.wall_time:.2f} s)")
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
+    for line in rejection_summary(rejected):
+        print(line, file=sys.stderr)
+    if result.nb_jobs == 0:
+        print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
     if result.unfinished:
         print(f"warning: {len(result.unfinished)} jobs never ran (the scheduler left them waiting)",
               file=sys.stderr)
@@ -163,7 +192,13 @@ def cmd_metrics(args) -> int:
 def cmd_plot(args) -> int:
     from .analysis.plots import plot_runs
 
-    plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
+    for w in caught:
+        print(f"batsched-ml: warning: {w.message}", file=sys.stderr)
     print(f"wrote {args.output}")
     return 0
 
@@ -213,13 +248,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep only the first N usable jobs (default: all)")
     p.add_argument("--nodes", type=arg(check.positive_int, "--nodes", integer=True), default=None,
                    help="machine size (default: the header's MaxProcs)")
+    p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
+                   help="walltime of a job without a requested time: its run time (default, as the golden "
+                   "files; backfilling then knows its run time exactly), the trace's largest requested "
+                   "time, or drop the job")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
     p.add_argument("-p", "--platform", required=True, help="SimGrid platform XML")
     p.add_argument("-w", "--workload", required=True, action="append", help="Batsim workload (repeatable)")
     p.add_argument("-e", "--export", default="out/out", help="output prefix (default out/out)")
-    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
+                   "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (by default: a bar on a terminal, else a status line on stderr every 30 s "
+                   "once a run lasts 5 s)")
     p.add_argument("--connect", default=None, metavar="ENDPOINT",
                    help="drive an external scheduler over ZeroMQ (REQ) like Batsim does, e.g. tcp://127.0.0.1:28000")
     p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
@@ -258,7 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "wait-ecdf: distribution of waiting times")
     p.add_argument("--tau", type=arg(check.tau, "--tau"), default=60.0,
                    help="bounded-slowdown threshold for cumbsld, in seconds (> 0)")
-    p.add_argument("--label", action="append", default=None, help="curve label, once per CSV (default: the prefix)")
+    p.add_argument("--label", action="append", default=None,
+                   help="curve label, once per CSV (default: the run's scheduler/policy/predictor from "
+                   "PREFIX_run.json, else the prefix)")
     p.add_argument("--title", default=None, help="figure title (default: none)")
     p.set_defaults(func=cmd_plot)
 
@@ -281,8 +326,12 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except USER_ERRORS as exc:
-        print(f"batsched-ml: error: {exc}", file=sys.stderr)
+        partial = getattr(exc, "partial_outputs", None)
+        kept = f" ({partial.describe()})" if partial is not None else ""
+        print(f"batsched-ml: error: {exc}{kept}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
 
 
 if __name__ == "__main__":

@@ -177,3 +177,8 @@ class Scheduler:
     def report(self) -> dict:
         """Scheduler-specific results for ``--json`` (predictions, classification, ...)."""
         return {}
+
+    def job_details(self) -> dict:
+        """Per-job tables too big for a summary: ``{name: (columns, rows)}``; the CLI writes
+        each to ``PREFIX_<name>.csv`` (e.g. ``classes``, ``predictions``)."""
+        return {}

@@ -77,6 +77,7 @@ class Estimator:
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
         self._records: list = []  # (prediction, actual, cores)
+        self._record_ids: list = []  # (job id, corrections) of each record
         self._due: list = []
         self._calls: list = []
         self._seq = 0
@@ -92,6 +93,7 @@ class Estimator:
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
         self._records = []
+        self._record_ids = []
 
     def on_submission(self, job, ctx) -> None:
         prediction = float(self.predictor.predict(job, ctx.now))
@@ -124,6 +126,7 @@ class Estimator:
             prediction = job.info.get("prediction")
             if prediction is not None:
                 self._records.append((prediction, actual, job.res))
+                self._record_ids.append((job.id, job.info.get("corrections", 0)))
             self.predictor.partial_fit(job, actual, ctx.now)
 
     def on_call(self, ctx) -> bool:
@@ -254,6 +257,13 @@ class Estimator:
             bisect.insort(self._due, (at, self._seq, job))
 
     # ------------------------------------------------------------ report
+    def job_predictions(self) -> tuple:
+        """``(columns, rows)``: each learned job's initial prediction, actual run time (end - start
+        as the scheduler saw it), cores and number of corrections, in completion order."""
+        rows = [(job_id, pred, actual, int(cores), corrections)
+                for (job_id, corrections), (pred, actual, cores) in zip(self._record_ids, self._records)]
+        return ("job_id", "prediction", "actual_runtime", "res", "corrections"), rows
+
     def report(self) -> dict:
         """Prediction quality of the initial predictions (Gaussier et al. 6.4, Figures 4-5)."""
         out = {"predictor": type(self.predictor).__name__, "predictor_params": self.predictor.get_params(),

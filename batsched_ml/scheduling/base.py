@@ -87,6 +87,9 @@ class QueueScheduler(Scheduler):
     def report(self) -> dict:
         return {} if self.estimator is None else {"predictions": self.estimator.report()}
 
+    def job_details(self) -> dict:
+        return {} if self.estimator is None else {"predictions": self.estimator.job_predictions()}
+
     def correction_window(self) -> tuple[float, float] | None:
         """When a running job's longer occupancy could change this scheduler's next pass:
         ``(lo, hi)`` = only if the job is then planned to end after ``lo`` and the
