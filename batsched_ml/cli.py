@@ -126,7 +126,7 @@ def cmd_simulate(args) -> int:
         if args.connect:
             from .server.peer import simulate_connected
 
-            result = simulate_connected(args)
+            result = simulate_connected(args, progress=progress)
             report = {}
         else:
             scheduler = scheduler_from_args(args)

@@ -231,9 +231,9 @@ def test_huge_machine_is_refused_with_a_size_message(tmp_path):
 
 
 def test_control_bytes_are_escaped_in_error_lines(tmp_path):
-    payload = b'\x1b[2J\x00{"now":\n1,\r"events":[]}\x07'
+    payload = b'\x1b[2J\x00{"now":\n1,\r"events":[]}\x07' + "\u2028\u200b".encode()  # + line separator
     reply, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [payload])
-    assert "\\x1b[2J\\x00" in error and "\\n1," in error
+    assert "\\x1b[2J\\x00" in error and "\\n1," in error and "\\u2028\\u200b" in error
     assert not any(byte < 0x20 for byte in reply)
 
 
