@@ -1,7 +1,11 @@
 """Campaign engine throughput: 16 simulations on a local Dask cluster of N workers vs the same
 tasks one after another in this process, and the engine's overhead per task.
 
-    python benchmarks/bench_campaign.py [--workers 2] [--max-jobs 6000]
+    python benchmarks/bench_campaign.py [--workers 2] [--max-jobs 6000] [--trace FILE.swf.gz]
+
+Needs: nothing beyond the checkout; with KTH-SP2-1996-2.1-cln.swf.gz from the Parallel Workloads
+Archive (https://www.cs.huji.ac.il/labs/parallel/workload/l_kth_sp2/, default ../shared/traces) it
+times longer tasks.
 
 Tasks: the first ``--max-jobs`` jobs of KTH-SP2 (shared trace; else the bundled 1k sample),
 8 EASY configurations x 2 seeds. Reported with and without starting / stopping the cluster.
@@ -48,10 +52,12 @@ def main(argv=None) -> int:  # noqa: C901 - a linear script
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-jobs", type=int, default=6000)
+    ap.add_argument("--trace", type=Path, default=TRACE, help="SWF trace (default: %(default)s; "
+                    "when absent, the bundled 1k-job sample)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        if TRACE.is_file():
-            trace = f'[traces.KTH]\nswf = "{TRACE}"\nmax_jobs = {args.max_jobs}\n'
+        if args.trace.is_file():
+            trace = f'[traces.KTH]\nswf = "{args.trace.resolve().as_posix()}"\nmax_jobs = {args.max_jobs}\n'
         else:
             trace = (f'[traces.KTH1k]\nworkload = "{ROOT / "workloads" / "KTH-SP2-1k.json"}"\n'
                      f'platform = "{ROOT / "platforms" / "cluster-100.xml"}"\n')

@@ -5,6 +5,10 @@ simulation wall time, the weekly training time (reported separately), the per-jo
 classification time and the number of retrainings.
 
     python benchmarks/bench_classification.py [--blue] [--classifier random-forest] [-o n_estimators=50]
+        [--traces-dir DIR]
+
+Needs: the traces experiments/zrigui2022.toml names, from the Parallel Workloads Archive
+(KTH-SP2-1996-2.1-cln.swf.gz, ...), where that file points (../shared/traces) or in --traces-dir DIR.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.cli import plugin_options  # noqa: E402
@@ -25,11 +32,12 @@ from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
 TARGETS = {"KTH-SP2": 30.0, "SDSC-BLUE": 300.0}
+CAMPAIGN = ROOT / "experiments" / "zrigui2022.toml"  # replaced by a copy pointing into --traces-dir
 
 
 def load_trace(name: str) -> dict:
     """A trace of experiments/zrigui2022.toml, converted."""
-    path = load_campaign(ROOT / "experiments" / "zrigui2022.toml").traces[name].path
+    path = load_campaign(CAMPAIGN).traces[name].path
     return swf_to_workload(read_swf(path))[0]
 
 
@@ -60,12 +68,16 @@ def bench(tag: str, classifier: str, options: dict, outdir: Path) -> dict:
             "recall": rep["overall"]["recall"]}
 
 
+@reports_missing_data
 def main(argv=None) -> int:
+    global CAMPAIGN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blue", action="store_true", help="also SDSC-BLUE (about 250k jobs)")
+    add_data_arguments(ap, default=None)
     ap.add_argument("--classifier", default="random-forest")
     ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
+    CAMPAIGN = campaign_file(CAMPAIGN, args.traces_dir)
     options = plugin_options(args)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
     for tag in ["KTH-SP2"] + (["SDSC-BLUE"] if args.blue else []):

@@ -3,6 +3,9 @@
 Usage: ``python benchmarks/bench_predictors.py [--trace KTH-SP2] [--max-jobs N] [--repeat R]``
 (traces and configurations of ``experiments/gaussier2015.toml``)
 
+Needs: the traces experiments/gaussier2015.toml names, from the Parallel Workloads Archive
+(KTH-SP2-1996-2.1-cln.swf.gz, ...), where that file points (../shared/traces) or in --traces-dir DIR.
+
 Target: the E-Loss triple (``--predictor eloss --correction incremental
 --backfill-order sjbf``) within 3x the time of plain EASY. Both correction
 timings are timed: ``immediate`` (the default: a CALL_ME_LATER round trip per
@@ -22,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from batsched_ml import runner  # noqa: E402
-from predictors_experiment import build, campaign, load_trace  # noqa: E402
+from benchdata import add_data_arguments, reports_missing_data  # noqa: E402
+from predictors_experiment import build, campaign, load_trace, use_traces_dir  # noqa: E402
 
 TARGET_RATIO = 3.0
 
@@ -38,12 +42,17 @@ def time_config(workload: dict, config: str, repeat: int, timing: str = "immedia
     return best
 
 
+@reports_missing_data
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--trace", default="KTH-SP2", choices=list(campaign().traces))
+    ap.add_argument("--trace", default="KTH-SP2", help="a trace of experiments/gaussier2015.toml")
+    add_data_arguments(ap, default=None)
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args(argv)
+    use_traces_dir(args.traces_dir)
+    if args.trace not in campaign().traces:
+        ap.error(f"unknown trace {args.trace!r}; choose from {list(campaign().traces)}")
     workload = load_trace(args.trace, args.max_jobs)
     print(f"{args.trace}: {len(workload['jobs'])} jobs, {workload['nb_res']} cores")
     times = {}

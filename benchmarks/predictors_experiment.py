@@ -26,6 +26,11 @@ the campaign executor (``--workers``). Results and their discussion: ``results/p
 
     python benchmarks/predictors_experiment.py [KTH-SP2 CTC-SP2 SDSC-SP2 SDSC-BLUE] [--compat]
         [--config NAME ...] [--jitter S --replicas N] [--max-jobs N] [--workers P] [--json out.json]
+        [--traces-dir DIR]
+
+Needs: the four traces of experiments/gaussier2015.toml from the Parallel Workloads Archive
+(KTH-SP2-1996-2.1-cln, CTC-SP2-1996-3.1-cln, SDSC-SP2-1998-4.2-cln, SDSC-BLUE-2000-4.2-cln .swf.gz)
+where that file points (../shared/traces) or in --traces-dir DIR.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -42,6 +48,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
@@ -55,10 +64,18 @@ from batsched_ml.predictors.corrections import RequestedCorrection  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
 CAMPAIGN = ROOT / "experiments" / "gaussier2015.toml"
+# set by --traces-dir: the campaign copy whose traces point there (in the environment, so that
+# the campaign executor's worker processes read the same one)
+CAMPAIGN_ENV = "BATSCHED_ML_BENCH_CAMPAIGN"
+
+
+def use_traces_dir(traces_dir) -> None:
+    """Check the campaign's traces (in ``traces_dir`` if given) and use them from now on."""
+    os.environ[CAMPAIGN_ENV] = str(campaign_file(CAMPAIGN, traces_dir))
 
 
 def campaign():
-    return load_campaign(CAMPAIGN)
+    return load_campaign(os.environ.get(CAMPAIGN_ENV, CAMPAIGN))
 
 
 def build(config: str, timing: str = "immediate"):
@@ -315,9 +332,11 @@ def run_one(task: tuple) -> dict:
             "prediction": {k: v for k, v in report.items() if not k.startswith("ecdf")}}
 
 
+@reports_missing_data
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="*", default=["KTH-SP2"], help="traces of experiments/gaussier2015.toml")
+    add_data_arguments(ap, default=None)
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--workers", type=int, default=1, help="parallel simulations (0: in this process)")
     ap.add_argument("--json", default=None)
@@ -331,6 +350,7 @@ def main(argv=None) -> int:
     ap.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
                     help="when corrections take effect (next-event: as pyss, the paper's simulator)")
     args = ap.parse_args(argv)
+    use_traces_dir(args.traces_dir)
     c = campaign()
     for t in args.traces:
         if t not in c.traces:

@@ -80,7 +80,7 @@ def test_config_keys_are_the_simulate_parsers_scheduler_flags():
     ("[configs.a]\nschedulr = 'easy'\n", "unknown key 'schedulr'; valid keys: backfill_order"),
     ("[configs.a]\nseed = 3\n", "set seeds in [campaign]"),
     ("[configs.a]\nreservations = 'bogus'\n", "invalid choice: 'bogus'"),
-    ("[configs.a]\nstarvation_threshold = 'soon'\n", "invalid float value"),
+    ("[configs.a]\nstarvation_threshold = 'soon'\n", "--starvation-threshold: expects a number"),
     ("[configs.a]\nkill_false_small = 1\n", "is a switch"),
     ("[configs.a]\nclassifier = 'no-such-model'\n", "no-such-model"),
     ("[configs.a]\noptions = { no_plugin_takes_this = 1 }\n", "no_plugin_takes_this"),

@@ -71,6 +71,8 @@ def cmd_check(args) -> int:
 
 def add_campaign_commands(sub) -> None:
     """Register ``campaign`` and its sub-commands on the top-level subparsers."""
+    from ..validation import arg, non_negative_int
+
     p = sub.add_parser("campaign", help="traces x configs x seeds as a TOML file, run on Dask, cached "
                                         "(docs/campaigns.md)")
     csub = p.add_subparsers(dest="campaign_command", required=True)
@@ -78,7 +80,7 @@ def add_campaign_commands(sub) -> None:
     r.add_argument("file", help="campaign TOML file")
     r.add_argument("-o", "--output", default=None, metavar="RESULTS_DIR",
                    help="results directory (default results/<campaign name>)")
-    r.add_argument("--workers", type=int, default=None,
+    r.add_argument("--workers", type=arg(non_negative_int, "--workers", integer=True), default=None,
                    help="local worker processes (default: one per core; 0: run in this process)")
     r.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="submit to a running Dask scheduler, e.g. tcp://head:8786, instead of a local cluster")
@@ -90,9 +92,9 @@ def add_campaign_commands(sub) -> None:
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
     r = csub.add_parser("report", help="Markdown report and figures of a results directory")
-    r.add_argument("results_dir")
+    r.add_argument("results_dir", help="a directory written by campaign run")
     r.add_argument("-o", "--output", default=None, metavar="REPORT_DIR", help="default RESULTS_DIR/report")
     r.set_defaults(func=cmd_report)
     r = csub.add_parser("check", help="validate a campaign file and print each config's simulate flags")
-    r.add_argument("file")
+    r.add_argument("file", help="campaign TOML file")
     r.set_defaults(func=cmd_check)

@@ -91,6 +91,7 @@ def run_task(task: Task) -> dict:
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
     from ..cli import scheduler_from_args
+    from ..run_outputs import complete_report
     from ..runner import simulate
     from .spec import parse_config
 
@@ -113,7 +114,7 @@ def run_task(task: Task) -> dict:
            "cum_bsld60": float(np.nansum(per_job_bsld(records, 60.0))),
            "wall_s": wall, "window_start": task.window_start, "unfinished": len(result.unfinished),
            "key": task.key, "metrics": metrics,
-           "report": json.loads(json.dumps(compact(scheduler.report()), default=float))}
+           "report": json.loads(json.dumps(compact(complete_report(scheduler.report(), metrics)), default=float))}
     return {"row": row, "files": files}
 
 
