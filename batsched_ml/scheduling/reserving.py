@@ -8,7 +8,6 @@ import math
 
 from ..core.job import RUNNING
 from ..core.scheduler import Context
-from ..predictors import CALL_MARGIN
 from .base import QueueScheduler
 from ..validation import non_negative
 from .profile import PROFILES, Placement
@@ -142,4 +141,4 @@ class ProfileScheduler(QueueScheduler):
         if start == math.inf or start <= ctx.now:
             return
         if self._next_running_end() > start:
-            ctx.call_me_later(max(start, ctx.now + CALL_MARGIN))
+            ctx.call_me_later(start)  # the core applies the call margin
