@@ -15,7 +15,8 @@ def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations:
                     backfill_order: str = "queue", starvation_threshold: float | None = None, *,
                     predictor: str | None = None, correction: str | None = None,
                     correction_timing: str = "immediate", classifier: str | None = None,
-                    kill_false_small: bool = False, seed: int = 0, **options):
+                    kill_false_small: bool = False, seed: int = 0, distribution: str | None = None,
+                    **options):
     """Instantiate the scheduler plugin ``scheduler`` with its options.
 
     ``predictor``/``correction``/``correction_timing`` attach a runtime estimator (see ``predictors``;
@@ -23,6 +24,8 @@ def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations:
     ``classifier`` wraps the scheduler in small/large classification (see
     ``classifiers``), killing false-small jobs when ``kill_false_small``.
     """
+    if distribution is not None:  # runtime distributions (--scheduler probabilistic)
+        options["distribution"] = distribution
     estimator = None
     estimator_options = dict(options.pop("predictor_options", None) or {})
     for key in [k for k in options if k.startswith(("predictor_", "correction_"))]:

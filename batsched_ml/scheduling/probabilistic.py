@@ -1,0 +1,255 @@
+"""Probabilistic backfilling (Nissimov & Feitelson): EASY with runtime distributions.
+
+The head of the queue gets EASY's treatment (it starts as soon as it fits; its
+reservation is kept for EASY's bookkeeping). Any other job that fits now is
+backfilled when the probability that it delays the head job is below ``tau``
+(0.05, the paper's value), computed from every running job's runtime
+distribution re-conditioned on what is known (Algorithm 1: not below its elapsed
+time, not above its walltime, log-uniform inside a bin) and the candidate's own
+(see ``release_dp``). Distributions come from a plugin of the
+``batsched_ml.distributions`` group (``--distribution``); a job without one is
+a point mass at its walltime, so without any history this is exactly EASY.
+Nothing is killed at a prediction: walltime kills stay Batsim's.
+
+Options (``-o``): ``tau``; ``rescan`` = ``always`` (default: every pass
+re-examines the whole queue, since re-conditioning changes the risks as time
+passes) or ``changes`` (EASY's: only new arrivals unless a job ended);
+``distribution_<param>`` go to the distribution plugin.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..core.job import RUNNING
+from ..core.scheduler import Context
+from .easy import EasyBackfilling
+from .release_dp import ReleaseOutlook
+from .reserving import OVERRUN_GRACE
+
+LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
+RESCANS = ("always", "changes")
+LOG_FLOOR = 1e-9  # calibration: probability given to a realised bin predicted impossible
+
+
+def build_distribution(distribution, **options):
+    """A distribution plugin instance from a name (or an instance, returned as is)."""
+    if not isinstance(distribution, str):
+        return distribution
+    from ..plugins import load
+
+    return load("distributions", distribution)(**options)
+
+
+class _RiskCheck:
+    """Did a backfilled job really delay the head? (the paper's event A, with actual end times)."""
+
+    __slots__ = ("order", "missing", "size", "job", "released", "risk")
+
+    def __init__(self, order, missing, size, job, risk):
+        self.order, self.missing, self.size, self.job, self.risk = order, missing, size, job, risk
+        self.released = 0
+
+
+class ProbabilisticBackfilling(EasyBackfilling):
+    name = "probabilistic"
+
+    def __init__(self, *args, distribution="walltime", tau=0.05, rescan="always", distribution_options=None,
+                 **kwargs):
+        dist_options = dict(distribution_options or {})
+        for key in [k for k in kwargs if k.startswith("distribution_")]:
+            dist_options[key.removeprefix("distribution_")] = kwargs.pop(key)
+        super().__init__(*args, **kwargs)
+        if not (isinstance(tau, (int, float)) and 0.0 <= float(tau) <= 1.0):
+            raise ValueError(f"tau must be a probability in [0, 1], got {tau!r}")
+        if rescan not in RESCANS:
+            raise ValueError(f"rescan must be one of {RESCANS}, not {rescan!r}")
+        self.tau = float(tau)
+        self.rescan = rescan
+        self.distribution_name = distribution if isinstance(distribution, str) else type(distribution).__name__
+        self.distribution = build_distribution(distribution, **dist_options)
+        self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
+        self._running: dict = {}  # job -> start order, in start order
+        self._starts = 0
+        self._checks: list = []
+        self.stats = {"backfilled": 0, "refused": 0, "evaluations": 0, "risk_sum": 0.0, "checked": 0,
+                      "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0}
+        self._loglik: list = []  # calibration: (log-likelihood of the realised bin, realised bin impossible)
+
+    # ----------------------------------------------------------------- hooks
+    def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
+        super().on_simulation_begins(nb_cores, ctx)
+        self.distribution.begin(getattr(ctx._core, "workloads", None))
+
+    def on_job_submitted(self, job, ctx: Context) -> None:
+        super().on_job_submitted(job, ctx)
+        if job.state != "QUEUED":
+            return
+        row = np.asarray(self.distribution.predict_proba([job], ctx.now), dtype=np.float64)[0]
+        self._proba[job] = row if row.sum() > 0 else None
+
+    def on_job_completed(self, job, ctx: Context) -> None:
+        super().on_job_completed(job, ctx)
+        self._running.pop(job, None)
+        row = self._proba.pop(job, None)
+        if job.final_state not in LEARNED_STATES or job.start_time < 0:
+            return
+        runtime = job.end_time - job.start_time
+        if row is not None:
+            bins = self.distribution.bins_
+            cond, ok = bins.condition(row[None, :], [0.0], [self._upper(job)])
+            if ok[0]:
+                p = cond[0, int(bins.index(runtime))]
+                self._loglik.append((math.log(max(p, LOG_FLOOR)), p == 0.0))
+        self.distribution.partial_fit(job, runtime, ctx.now)
+
+    def start(self, ctx: Context, job, placement) -> None:
+        super().start(ctx, job, placement)
+        self._starts += 1
+        self._running[job] = self._starts
+        job.info["start_order"] = self._starts
+
+    # -------------------------------------------------------------- schedule
+    def schedule(self, ctx: Context) -> None:
+        if self._checks and self._ended:
+            self._resolve_checks()
+        if self.rescan == "always":
+            self._dirty = True  # re-conditioning changes risks as time passes: traverse the queue
+        super().schedule(ctx)
+
+    def _upper(self, job) -> float:
+        """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
+        return job.walltime + self.rjms_delay
+
+    def _backfill(self, ctx: Context, candidates: list) -> None:
+        profile, head, now = self.profile, self.priority, ctx.now
+        available = profile.available_now()
+        todo = [j for j in self.backfill_candidates(candidates, now) if j.res <= available]
+        if not todo or head is None:
+            return
+        # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
+        profile.remove_if_present(head)
+        outlook = None
+        for job in todo:
+            if job.res > available:
+                continue
+            t0 = time.perf_counter()
+            if outlook is None:
+                outlook = self._outlook(now, head.res - available, [j.res for j in todo if j.res <= available])
+            q, ends = self._candidate(job, now)
+            accepted, risk = outlook.risk(job.res, q, ends, self.tau)
+            self.stats["condition_time"] += time.perf_counter() - t0
+            self.stats["evaluations"] += 1
+            if not accepted:
+                self.stats["refused"] += 1
+                continue
+            used = profile.fits_now(job, self.span(job))
+            placement = profile.place(job, now, now + self.span(job), used)
+            self.start(ctx, job, placement)
+            self.stats["backfilled"] += 1
+            self.stats["risk_sum"] += risk
+            self._checks.append(_RiskCheck(self._starts, head.res - available, job.res, job, risk))
+            available -= job.res
+            outlook = None  # a new running job, fewer free cores: the outlook changes
+        self._ensure_priority(ctx)
+
+    # ------------------------------------------------------------ the model
+    def _candidate(self, job, now: float):
+        """(bin probabilities, latest end of each bin) of a job starting now."""
+        upper = self._upper(job)
+        row = self._proba.get(job)
+        if row is not None:
+            bins = self.distribution.bins_
+            cond, ok = bins.condition(row[None, :], [0.0], [upper])
+            if ok[0]:
+                keep = cond[0] > 0
+                return cond[0, keep], now + np.minimum(bins.hi[keep], upper)
+        return np.ones(1), np.array([now + upper])
+
+    def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
+        """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
+        jobs = list(self._running)
+        cores = [j.res for j in jobs]
+        times, owners, cums = [], [], []
+        with_dist = [i for i, j in enumerate(jobs) if self._proba.get(j) is not None]
+        point = np.ones(len(jobs), dtype=bool)
+        if with_dist:
+            bins = self.distribution.bins_
+            rows = np.array([self._proba[jobs[i]] for i in with_dist])
+            starts = np.array([jobs[i].start_time for i in with_dist])
+            upper = np.array([self._upper(jobs[i]) for i in with_dist])
+            cond, ok = bins.condition(rows, now - starts, upper)
+            cum = np.cumsum(cond, axis=1)
+            last = cond.shape[1] - 1 - np.argmax(cond[:, ::-1] > 0, axis=1)
+            cum[np.arange(len(cum)), last] = 1.0
+            at = starts[:, None] + np.minimum(bins.hi[None, :], upper[:, None])
+            mask = (cond > 0) & ok[:, None]
+            r, c = np.nonzero(mask)
+            idx = np.asarray(with_dist)
+            times.append(at[r, c])
+            owners.append(idx[r])
+            cums.append(cum[r, c])
+            point[idx[ok]] = False
+        pts = np.flatnonzero(point)
+        if len(pts):
+            ends = np.array([jobs[i].start_time + self._upper(jobs[i]) for i in pts])
+            ends = np.where(ends > now, ends, now + OVERRUN_GRACE)
+            times.append(ends)
+            owners.append(pts)
+            cums.append(np.ones(len(pts)))
+        times = np.concatenate(times) if times else np.zeros(0)
+        owners = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+        cums = np.concatenate(cums) if cums else np.zeros(0)
+        order = np.lexsort((owners, times))
+        self.stats["outlooks"] += 1
+        self.stats["events"] += len(times)
+        return ReleaseOutlook(times[order], owners[order], cums[order], cores, missing, sizes)
+
+    # --------------------------------------------------------------- report
+    def _resolve_checks(self) -> None:
+        """Count the cores released by the jobs each check saw running; once the head could
+        start (c_q reached) the backfilled job delayed it if it was still running and the
+        released cores were not enough for both."""
+        ended = [(self._start_order(j), j.res) for j in self._ended]
+        ended_set = set(self._ended)
+        still = []
+        for check in self._checks:
+            check.released += sum(res for order, res in ended if order is not None and order < check.order)
+            if check.released >= check.missing:
+                delayed = check.job.state == RUNNING and check.job not in ended_set \
+                    and check.released < check.missing + check.size
+                self.stats["checked"] += 1
+                self.stats["delayed"] += int(delayed)
+            else:
+                still.append(check)
+        self._checks = still
+
+    def _start_order(self, job):
+        return job.info.get("start_order")
+
+    def report(self) -> dict:
+        out = dict(super().report())
+        s = self.stats
+        ll = np.array([v for v, _ in self._loglik]) if self._loglik else np.zeros(0)
+        out["probabilistic"] = {
+            "distribution": self.distribution_name,
+            "distribution_params": {k: v for k, v in self.distribution.get_params().items()
+                                    if isinstance(v, (int, float, str, type(None)))},
+            "tau": self.tau, "rescan": self.rescan, "n_bins": self.distribution.n_bins,
+            "backfilled": s["backfilled"], "refused": s["refused"], "evaluations": s["evaluations"],
+            "mean_predicted_delay": s["risk_sum"] / s["backfilled"] if s["backfilled"] else None,
+            "head_delay_checked": s["checked"], "head_delayed": s["delayed"],
+            "head_delayed_share": s["delayed"] / s["checked"] if s["checked"] else None,
+            "calibration_jobs": len(ll),
+            "mean_loglik": float(ll.mean()) if len(ll) else None,
+            "impossible_share": float(np.mean([z for _, z in self._loglik])) if len(ll) else None,
+            "condition_time": s["condition_time"], "outlooks": s["outlooks"],
+            "mean_events": s["events"] / s["outlooks"] if s["outlooks"] else None,
+        }
+        extra = getattr(self.distribution, "report", None)
+        if callable(extra):
+            out["probabilistic"]["model"] = extra()
+        return out
