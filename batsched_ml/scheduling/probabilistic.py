@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from bisect import bisect_left
 
 import numpy as np
 
@@ -158,16 +159,20 @@ class ProbabilisticBackfilling(EasyBackfilling):
 
     # ------------------------------------------------------------ the model
     def _candidate(self, job, now: float):
-        """(bin probabilities, latest end of each bin) of a job starting now."""
-        upper = self._upper(job)
-        row = self._proba.get(job)
-        if row is not None:
-            bins = self.distribution.bins_
-            cond, ok = bins.condition(row[None, :], [0.0], [upper])
-            if ok[0]:
-                keep = cond[0] > 0
-                return cond[0, keep], now + np.minimum(bins.hi[keep], upper)
-        return np.ones(1), np.array([now + upper])
+        """(bin probabilities, latest end of each bin) of a job starting now (cached per job)."""
+        cached = job.info.get("runtime_bins")
+        if cached is None:
+            upper = self._upper(job)
+            cached = (np.ones(1), np.array([upper]))
+            row = self._proba.get(job)
+            if row is not None:
+                bins = self.distribution.bins_
+                cond, ok = bins.condition(row[None, :], [0.0], [upper])
+                if ok[0]:
+                    keep = cond[0] > 0
+                    cached = (cond[0, keep], np.minimum(bins.hi[keep], upper))
+            job.info["runtime_bins"] = cached
+        return cached[0], now + cached[1]
 
     def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
         """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
@@ -213,11 +218,13 @@ class ProbabilisticBackfilling(EasyBackfilling):
         """Count the cores released by the jobs each check saw running; once the head could
         start (c_q reached) the backfilled job delayed it if it was still running and the
         released cores were not enough for both."""
-        ended = [(self._start_order(j), j.res) for j in self._ended]
+        ended = sorted((j.info.get("start_order", 0), j.res) for j in self._ended)
+        orders = [o for o, _ in ended]
+        released = np.concatenate(([0], np.cumsum([r for _, r in ended])))
         ended_set = set(self._ended)
         still = []
         for check in self._checks:
-            check.released += sum(res for order, res in ended if order is not None and order < check.order)
+            check.released += int(released[bisect_left(orders, check.order)])
             if check.released >= check.missing:
                 delayed = check.job.state == RUNNING and check.job not in ended_set \
                     and check.released < check.missing + check.size
@@ -226,9 +233,6 @@ class ProbabilisticBackfilling(EasyBackfilling):
             else:
                 still.append(check)
         self._checks = still
-
-    def _start_order(self, job):
-        return job.info.get("start_order")
 
     def report(self) -> dict:
         out = dict(super().report())

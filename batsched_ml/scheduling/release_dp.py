@@ -18,14 +18,13 @@ SDSC-BLUE). States are only recorded once *all* events of a time are applied
 what makes point masses everywhere exactly EASY).
 
 A candidate with runtime-bin probabilities ``q_j`` ending at ``T_j`` is refused
-when ``sum_j q_j max_{t_g < T_j} D_g(r) >= tau``, with both of the paper's early
-exits (the partial sum already reaches tau; or it will, since the running max
-can only grow).
+when ``sum_j q_j max_{t_g < T_j} D_g(r) >= tau`` (and is positive: with tau = 0
+exactly the jobs that cannot delay the head are backfilled), with both of the
+paper's early exits (the partial sum already reaches tau; or it will, since the
+running max can only grow).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -40,8 +39,12 @@ class ReleaseOutlook:
         times = np.asarray(times, dtype=np.float64)
         jobs = np.asarray(jobs, dtype=np.int64)
         n = len(cores)
-        self.times, first = np.unique(times, return_index=True)  # distinct event times, sorted
-        group = np.searchsorted(self.times, times)
+        new = np.empty(len(times), dtype=bool)  # times are sorted: distinct ones start a group
+        if len(times):
+            new[0] = True
+            np.not_equal(times[1:], times[:-1], out=new[1:])
+        group = np.cumsum(new) - 1
+        self.times = times[new]
         prob = np.zeros((n, len(self.times)))
         prob[jobs, group] = cum
         self.prob = np.maximum.accumulate(prob, axis=1) if prob.size else prob  # P(i ended by t_g)
@@ -106,32 +109,9 @@ class ReleaseOutlook:
                 pmax = 0.0
             total += qj * pmax
             left -= qj
-            if total >= tau or total + max(left, 0.0) * pmax >= tau:
-                return False, total + max(left, 0.0) * pmax
+            bound = total + max(left, 0.0) * pmax  # pmax can only grow: the final sum reaches this
+            if bound >= tau and bound > 0.0:
+                return False, bound
         return True, total
 
-    def probability_released(self, k: int) -> np.ndarray:  # pragma: no cover - debugging aid
-        return self.prob[:, k]
 
-
-def brute_force_risk(cores, bins_prob, bins_end, missing, size, q, ends) -> float:
-    """The same quantity by enumerating every combination of running-job end bins (tests)."""
-    import itertools
-
-    times = sorted(set(t for row in bins_end for t in row))
-    best = {}
-    for t in times:
-        p_range = 0.0
-        for combo in itertools.product(*[range(len(row)) for row in bins_prob]):
-            w = math.prod(bins_prob[i][j] for i, j in enumerate(combo))
-            if w == 0:
-                continue
-            released = sum(c for c, row, j in zip(cores, bins_end, combo) if row[j] <= t)
-            if missing <= released < missing + size:
-                p_range += w
-        best[t] = p_range
-    total = 0.0
-    for qj, end in zip(q, ends):
-        vals = [best[t] for t in times if t < end]
-        total += qj * (max(vals) if vals else 0.0)
-    return total
