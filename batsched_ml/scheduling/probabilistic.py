@@ -28,7 +28,7 @@ import numpy as np
 from ..core.job import RUNNING
 from ..core.scheduler import Context
 from .easy import EasyBackfilling
-from .release_dp import ReleaseOutlook
+from .release_dp import ReleaseOutlook, RunningTerminations
 from .reserving import OVERRUN_GRACE
 
 LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
@@ -73,11 +73,11 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self.distribution_name = distribution if isinstance(distribution, str) else type(distribution).__name__
         self.distribution = build_distribution(distribution, **dist_options)
         self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
-        self._running: dict = {}  # job -> start order, in start order
+        self._terminations = RunningTerminations(OVERRUN_GRACE)
         self._starts = 0
         self._checks: list = []
         self.stats = {"backfilled": 0, "refused": 0, "evaluations": 0, "risk_sum": 0.0, "checked": 0,
-                      "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0}
+                      "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0, "screened": 0}
         self._loglik: list = []  # calibration: (log-likelihood of the realised bin, realised bin impossible)
 
     # ----------------------------------------------------------------- hooks
@@ -94,7 +94,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
 
     def on_job_completed(self, job, ctx: Context) -> None:
         super().on_job_completed(job, ctx)
-        self._running.pop(job, None)
+        self._terminations.discard(job)
         row = self._proba.pop(job, None)
         if job.final_state not in LEARNED_STATES or job.start_time < 0:
             return
@@ -110,8 +110,8 @@ class ProbabilisticBackfilling(EasyBackfilling):
     def start(self, ctx: Context, job, placement) -> None:
         super().start(ctx, job, placement)
         self._starts += 1
-        self._running[job] = self._starts
         job.info["start_order"] = self._starts
+        self._terminations.add(job, job.start_time, self._upper(job), *self._bins_of(job))
 
     # -------------------------------------------------------------- schedule
     def schedule(self, ctx: Context) -> None:
@@ -134,14 +134,21 @@ class ProbabilisticBackfilling(EasyBackfilling):
         # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
         profile.remove_if_present(head)
         outlook = None
+        safe_until = None  # before this, the head cannot start whatever ends: no risk
         for job in todo:
             if job.res > available:
                 continue
             t0 = time.perf_counter()
-            if outlook is None:
-                outlook = self._outlook(now, head.res - available, [j.res for j in todo if j.res <= available])
-            q, ends = self._candidate(job, now)
-            accepted, risk = outlook.risk(job.res, q, ends, self.tau)
+            q, ends, _ = self._bins_of(job)
+            if safe_until is None:
+                safe_until = self._terminations.earliest_release(now, head.res - available)
+            if now + ends[-1] <= safe_until:
+                accepted, risk = True, 0.0
+                self.stats["screened"] += 1
+            else:
+                if outlook is None:
+                    outlook = self._outlook(now, head.res - available, [j.res for j in todo if j.res <= available])
+                accepted, risk = outlook.risk(job.res, q, now + ends, self.tau)
             self.stats["condition_time"] += time.perf_counter() - t0
             self.stats["evaluations"] += 1
             if not accepted:
@@ -154,64 +161,34 @@ class ProbabilisticBackfilling(EasyBackfilling):
             self.stats["risk_sum"] += risk
             self._checks.append(_RiskCheck(self._starts, head.res - available, job.res, job, risk))
             available -= job.res
-            outlook = None  # a new running job, fewer free cores: the outlook changes
+            outlook = safe_until = None  # a new running job, fewer free cores: the outlook changes
         self._ensure_priority(ctx)
 
     # ------------------------------------------------------------ the model
-    def _candidate(self, job, now: float):
-        """(bin probabilities, latest end of each bin) of a job starting now (cached per job)."""
+    def _bins_of(self, job):
+        """``(masses, ends, lower edges)`` of the job's positive runtime bins, conditioned on its
+        walltime (ends relative to its start, the last one capped at the walltime); a point
+        mass at the walltime without a distribution. Cached per job."""
         cached = job.info.get("runtime_bins")
         if cached is None:
             upper = self._upper(job)
-            cached = (np.ones(1), np.array([upper]))
+            cached = (np.ones(1), np.array([upper]), np.array([upper]))
             row = self._proba.get(job)
             if row is not None:
                 bins = self.distribution.bins_
                 cond, ok = bins.condition(row[None, :], [0.0], [upper])
                 if ok[0]:
                     keep = cond[0] > 0
-                    cached = (cond[0, keep], np.minimum(bins.hi[keep], upper))
+                    cached = (cond[0, keep], np.minimum(bins.hi[keep], upper), bins.lo[keep])
             job.info["runtime_bins"] = cached
-        return cached[0], now + cached[1]
+        return cached
 
     def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
         """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
-        jobs = list(self._running)
-        cores = [j.res for j in jobs]
-        times, owners, cums = [], [], []
-        with_dist = [i for i, j in enumerate(jobs) if self._proba.get(j) is not None]
-        point = np.ones(len(jobs), dtype=bool)
-        if with_dist:
-            bins = self.distribution.bins_
-            rows = np.array([self._proba[jobs[i]] for i in with_dist])
-            starts = np.array([jobs[i].start_time for i in with_dist])
-            upper = np.array([self._upper(jobs[i]) for i in with_dist])
-            cond, ok = bins.condition(rows, now - starts, upper)
-            cum = np.cumsum(cond, axis=1)
-            last = cond.shape[1] - 1 - np.argmax(cond[:, ::-1] > 0, axis=1)
-            cum[np.arange(len(cum)), last] = 1.0
-            at = starts[:, None] + np.minimum(bins.hi[None, :], upper[:, None])
-            mask = (cond > 0) & ok[:, None]
-            r, c = np.nonzero(mask)
-            idx = np.asarray(with_dist)
-            times.append(at[r, c])
-            owners.append(idx[r])
-            cums.append(cum[r, c])
-            point[idx[ok]] = False
-        pts = np.flatnonzero(point)
-        if len(pts):
-            ends = np.array([jobs[i].start_time + self._upper(jobs[i]) for i in pts])
-            ends = np.where(ends > now, ends, now + OVERRUN_GRACE)
-            times.append(ends)
-            owners.append(pts)
-            cums.append(np.ones(len(pts)))
-        times = np.concatenate(times) if times else np.zeros(0)
-        owners = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
-        cums = np.concatenate(cums) if cums else np.zeros(0)
-        order = np.lexsort((owners, times))
+        times, owners, cum, cores = self._terminations.snapshot(now)
         self.stats["outlooks"] += 1
         self.stats["events"] += len(times)
-        return ReleaseOutlook(times[order], owners[order], cums[order], cores, missing, sizes)
+        return ReleaseOutlook(times, owners, cum, cores, missing, sizes)
 
     # --------------------------------------------------------------- report
     def _resolve_checks(self) -> None:
@@ -250,7 +227,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
             "calibration_jobs": len(ll),
             "mean_loglik": float(ll.mean()) if len(ll) else None,
             "impossible_share": float(np.mean([z for _, z in self._loglik])) if len(ll) else None,
-            "condition_time": s["condition_time"], "outlooks": s["outlooks"],
+            "condition_time": s["condition_time"], "outlooks": s["outlooks"], "screened": s["screened"],
             "mean_events": s["events"] / s["outlooks"] if s["outlooks"] else None,
         }
         extra = getattr(self.distribution, "report", None)

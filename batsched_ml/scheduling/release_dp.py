@@ -26,6 +26,8 @@ running max can only grow).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 MIN_CHUNK = 32  # event times computed at once (grows geometrically with what candidates need)
@@ -115,3 +117,109 @@ class ReleaseOutlook:
         return True, total
 
 
+
+
+class RunningTerminations:
+    """The running jobs' possible termination events, kept in time order between passes.
+
+    Each job is registered once, when it starts, with its distribution conditioned on its
+    walltime only: per positive bin, its mass, its end (relative to the start; the last one
+    capped at the walltime) and its lower edge. At a pass, Algorithm 1's conditioning on the
+    elapsed time only removes the bins already over and the log-uniform part of the current
+    one, then renormalises, so ``snapshot`` needs no per-job work beyond a few vector
+    operations over the remaining events. A job whose predicted bins are all past is a point mass
+    at its walltime; one that outlived its walltime (Batsim's kill is
+    on its way) releases its cores right after now.
+    """
+
+    def __init__(self, grace: float):
+        self.grace = grace
+        self._jobs: dict = {}  # job -> (start, masses, ends, lows), registration order
+        self._built = None
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def add(self, job, start: float, upper: float, masses, ends, lows) -> None:
+        """``upper``: the longest the job can run (its walltime)."""
+        self._jobs[job] = (start, np.asarray(masses, dtype=np.float64), np.asarray(ends, dtype=np.float64),
+                           np.asarray(lows, dtype=np.float64), upper)
+        self._built = None
+
+    def discard(self, job) -> None:
+        if self._jobs.pop(job, None) is not None:
+            self._built = None
+
+    def _build(self):
+        jobs = list(self._jobs)
+        cores = np.array([j.res for j in jobs], dtype=np.int64)
+        starts = np.array([self._jobs[j][0] for j in jobs])
+        limits = starts + np.array([self._jobs[j][4] for j in jobs], dtype=np.float64)  # start + walltime
+        parts = [self._jobs[j] for j in jobs]
+        sizes = [len(p[1]) for p in parts]
+        owner = np.repeat(np.arange(len(jobs)), sizes)
+        if parts:
+            mass = np.concatenate([p[1] for p in parts])
+            rel_end = np.concatenate([p[2] for p in parts])
+            rel_lo = np.concatenate([p[3] for p in parts])
+            cum = np.concatenate([np.cumsum(p[1]) for p in parts])
+        else:
+            mass = rel_end = rel_lo = cum = np.zeros(0)
+        end = starts[owner] + rel_end
+        order = np.lexsort((owner, end))
+        totals = cum[np.cumsum(sizes) - 1] if parts else np.zeros(0)
+        self._built = (cores, starts, limits, totals, end[order], owner[order], mass[order], rel_end[order],
+                       rel_lo[order], cum[order])
+        return self._built
+
+    def earliest_release(self, now: float, missing: int) -> float:
+        """The earliest time at which the running jobs can have released ``missing`` cores
+        (each job's first possible end after now); infinity if they cannot. A candidate that
+        surely ends by then cannot delay the head: no outlook is needed for it."""
+        built = self._built or self._build()
+        cores, limits, end, owner = built[0], built[2], built[4], built[5]
+        n = len(cores)
+        if n == 0:
+            return math.inf
+        k = int(np.searchsorted(end, now, side="right"))
+        first = np.where(limits > now, limits, now + self.grace)  # no bin left: at the walltime
+        rest_end, rest_owner = end[k:], owner[k:]
+        np.minimum.at(first, rest_owner, rest_end)  # else its first remaining bin end
+        order = np.argsort(first, kind="stable")
+        reached = np.searchsorted(np.cumsum(cores[order]), missing, side="left")
+        return float(first[order[reached]]) if reached < n else math.inf
+
+    def snapshot(self, now: float):
+        """``(times, owners, cum, cores)`` of the events after ``now``, for :class:`ReleaseOutlook`."""
+        built = self._built or self._build()
+        cores, starts, limits, totals, end, owner, mass, rel_end, rel_lo, cum = built
+        n = len(cores)
+        k = int(np.searchsorted(end, now, side="right"))
+        end, owner, mass, rel_end, rel_lo, cum = end[k:], owner[k:], mass[k:], rel_end[k:], rel_lo[k:], cum[k:]
+        # first remaining event of each job: the bin holding its elapsed time
+        first = np.full(n, -1, dtype=np.int64)
+        first[owner[::-1]] = np.arange(len(owner) - 1, -1, -1)
+        alive = first >= 0
+        f = first[alive]
+        elapsed = now - starts[alive]
+        lo, hi = rel_lo[f], rel_end[f]
+        cut = lo < elapsed
+        keep = mass[f].copy()
+        keep[cut] *= (np.log(hi[cut]) - np.log(elapsed[cut])) / (np.log(hi[cut]) - np.log(lo[cut]))
+        base = np.zeros(n)
+        base[alive] = cum[f] - keep
+        total = np.ones(n)
+        total[alive] = totals[alive] - base[alive]
+        p = (cum - base[owner]) / total[owner]
+        lastpos = np.full(n, -1, dtype=np.int64)
+        lastpos[owner] = np.arange(len(owner))
+        p[lastpos[alive]] = 1.0  # each job's last event: surely ended by then
+        gone = np.flatnonzero(~alive)
+        if len(gone):  # predicted bins all past: at the walltime, or right after now if over it
+            at = limits[gone]
+            end = np.concatenate((np.where(at > now, at, now + self.grace), end))
+            owner = np.concatenate((gone, owner))
+            p = np.concatenate((np.ones(len(gone)), p))
+            order = np.lexsort((owner, end))
+            end, owner, p = end[order], owner[order], p[order]
+        return end, owner, p, cores
