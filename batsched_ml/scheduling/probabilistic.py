@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import time
-from bisect import bisect_left
 
 import numpy as np
 
@@ -45,16 +44,6 @@ def build_distribution(distribution, **options):
     return load("distributions", distribution)(**options)
 
 
-class _RiskCheck:
-    """Did a backfilled job really delay the head? (the paper's event A, with actual end times)."""
-
-    __slots__ = ("order", "missing", "size", "job", "released", "risk")
-
-    def __init__(self, order, missing, size, job, risk):
-        self.order, self.missing, self.size, self.job, self.risk = order, missing, size, job, risk
-        self.released = 0
-
-
 class ProbabilisticBackfilling(EasyBackfilling):
     name = "probabilistic"
 
@@ -75,7 +64,10 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
         self._terminations = RunningTerminations(OVERRUN_GRACE)
         self._starts = 0
-        self._checks: list = []
+        # did a backfilled job really delay the head? (the paper's event A, with actual end times):
+        # per backfill, the start rank it was given, the cores the head lacked, its size, the job,
+        # and the cores released since by the jobs that were running then
+        self._checks = ([], [], [], [], [])
         self.stats = {"backfilled": 0, "refused": 0, "evaluations": 0, "risk_sum": 0.0, "checked": 0,
                       "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0, "screened": 0}
         self._loglik: list = []  # calibration: (log-likelihood of the realised bin, realised bin impossible)
@@ -99,23 +91,21 @@ class ProbabilisticBackfilling(EasyBackfilling):
         if job.final_state not in LEARNED_STATES or job.start_time < 0:
             return
         runtime = job.end_time - job.start_time
-        if row is not None:
-            bins = self.distribution.bins_
-            cond, ok = bins.condition(row[None, :], [0.0], [self._upper(job)])
-            if ok[0]:
-                p = cond[0, int(bins.index(runtime))]
-                self._loglik.append((math.log(max(p, LOG_FLOOR)), p == 0.0))
+        cond = self._bins_of(job)[3] if row is not None else None
+        if cond is not None:
+            p = cond[int(self.distribution.bins_.index(runtime))]
+            self._loglik.append((math.log(max(p, LOG_FLOOR)), p == 0.0))
         self.distribution.partial_fit(job, runtime, ctx.now)
 
     def start(self, ctx: Context, job, placement) -> None:
         super().start(ctx, job, placement)
         self._starts += 1
         job.info["start_order"] = self._starts
-        self._terminations.add(job, job.start_time, self._upper(job), *self._bins_of(job))
+        self._terminations.add(job, job.start_time, self._upper(job), *self._bins_of(job)[:3])
 
     # -------------------------------------------------------------- schedule
     def schedule(self, ctx: Context) -> None:
-        if self._checks and self._ended:
+        if self._checks[0] and self._ended:
             self._resolve_checks()
         if self.rescan == "always":
             self._dirty = True  # re-conditioning changes risks as time passes: traverse the queue
@@ -139,7 +129,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
             if job.res > available:
                 continue
             t0 = time.perf_counter()
-            q, ends, _ = self._bins_of(job)
+            q, ends, _, _ = self._bins_of(job)
             if safe_until is None:
                 safe_until = self._terminations.earliest_release(now, head.res - available)
             if now + ends[-1] <= safe_until:
@@ -159,27 +149,28 @@ class ProbabilisticBackfilling(EasyBackfilling):
             self.start(ctx, job, placement)
             self.stats["backfilled"] += 1
             self.stats["risk_sum"] += risk
-            self._checks.append(_RiskCheck(self._starts, head.res - available, job.res, job, risk))
+            for column, value in zip(self._checks, (self._starts, head.res - available, job.res, job, 0)):
+                column.append(value)
             available -= job.res
             outlook = safe_until = None  # a new running job, fewer free cores: the outlook changes
         self._ensure_priority(ctx)
 
     # ------------------------------------------------------------ the model
     def _bins_of(self, job):
-        """``(masses, ends, lower edges)`` of the job's positive runtime bins, conditioned on its
-        walltime (ends relative to its start, the last one capped at the walltime); a point
-        mass at the walltime without a distribution. Cached per job."""
+        """``(masses, ends, lower edges, full conditioned row or None)`` of the job's positive
+        runtime bins, conditioned on its walltime (ends relative to its start, the last one
+        capped at the walltime); a point mass at the walltime without a distribution. Cached."""
         cached = job.info.get("runtime_bins")
         if cached is None:
             upper = self._upper(job)
-            cached = (np.ones(1), np.array([upper]), np.array([upper]))
+            cached = (np.ones(1), np.array([upper]), np.array([upper]), None)
             row = self._proba.get(job)
             if row is not None:
                 bins = self.distribution.bins_
-                cond, ok = bins.condition(row[None, :], [0.0], [upper])
-                if ok[0]:
-                    keep = cond[0] > 0
-                    cached = (cond[0, keep], np.minimum(bins.hi[keep], upper), bins.lo[keep])
+                cond = bins.condition_on_walltime(row, upper)
+                if cond is not None:
+                    keep = cond > 0
+                    cached = (cond[keep], np.minimum(bins.hi[keep], upper), bins.lo[keep], cond)
             job.info["runtime_bins"] = cached
         return cached
 
@@ -192,24 +183,27 @@ class ProbabilisticBackfilling(EasyBackfilling):
 
     # --------------------------------------------------------------- report
     def _resolve_checks(self) -> None:
-        """Count the cores released by the jobs each check saw running; once the head could
-        start (c_q reached) the backfilled job delayed it if it was still running and the
-        released cores were not enough for both."""
+        """Add the cores released by the jobs each check saw running; once the head could start
+        (the cores it lacked are released) the backfilled job delayed it if it was still running
+        and the released cores were not enough for both."""
         ended = sorted((j.info.get("start_order", 0), j.res) for j in self._ended)
-        orders = [o for o, _ in ended]
-        released = np.concatenate(([0], np.cumsum([r for _, r in ended])))
+        ended_orders = np.array([o for o, _ in ended])
+        freed = np.concatenate(([0], np.cumsum([r for _, r in ended])))
+        orders, missing, sizes, jobs, released = self._checks
+        released = np.asarray(released) + freed[np.searchsorted(ended_orders, np.asarray(orders), side="left")]
+        done = released >= np.asarray(missing)
+        if not done.any():
+            self._checks = (orders, missing, sizes, jobs, released.tolist())
+            return
         ended_set = set(self._ended)
-        still = []
-        for check in self._checks:
-            check.released += int(released[bisect_left(orders, check.order)])
-            if check.released >= check.missing:
-                delayed = check.job.state == RUNNING and check.job not in ended_set \
-                    and check.released < check.missing + check.size
-                self.stats["checked"] += 1
-                self.stats["delayed"] += int(delayed)
-            else:
-                still.append(check)
-        self._checks = still
+        for i in np.flatnonzero(done).tolist():
+            job = jobs[i]
+            self.stats["checked"] += 1
+            self.stats["delayed"] += int(job.state == RUNNING and job not in ended_set
+                                         and released[i] < missing[i] + sizes[i])
+        keep = np.flatnonzero(~done).tolist()
+        released = released.tolist()
+        self._checks = tuple([column[i] for i in keep] for column in (orders, missing, sizes, jobs, released))
 
     def report(self) -> dict:
         out = dict(super().report())

@@ -134,42 +134,50 @@ class RunningTerminations:
 
     def __init__(self, grace: float):
         self.grace = grace
-        self._jobs: dict = {}  # job -> (start, masses, ends, lows), registration order
+        self._ids: dict = {}  # job -> registration number (increasing: ties in time go by start order)
+        self._info: dict = {}  # registration number -> (cores, start, start + walltime, total mass)
+        self._next = 0
+        empty = np.zeros(0)
+        # every event, sorted by (time, registration): end, owner, mass, relative end, lower edge, cumulative mass
+        self._ev = (empty, np.zeros(0, dtype=np.int64), empty, empty, empty, empty)
         self._built = None
 
     def __len__(self) -> int:
-        return len(self._jobs)
+        return len(self._ids)
 
     def add(self, job, start: float, upper: float, masses, ends, lows) -> None:
         """``upper``: the longest the job can run (its walltime)."""
-        self._jobs[job] = (start, np.asarray(masses, dtype=np.float64), np.asarray(ends, dtype=np.float64),
-                           np.asarray(lows, dtype=np.float64), upper)
+        masses = np.asarray(masses, dtype=np.float64)
+        ends = np.asarray(ends, dtype=np.float64)
+        oid = self._next
+        self._next += 1
+        cum = np.cumsum(masses)
+        self._ids[job] = oid
+        self._info[oid] = (job.res, start, start + upper, float(cum[-1]))
+        new = (start + ends, np.full(len(ends), oid, dtype=np.int64), masses, ends,
+               np.asarray(lows, dtype=np.float64), cum)
+        merged = [np.concatenate((old, values)) for old, values in zip(self._ev, new)]
+        order = np.argsort(merged[0], kind="stable")  # equal times: the job started later goes after
+        self._ev = tuple(column[order] for column in merged)
         self._built = None
 
     def discard(self, job) -> None:
-        if self._jobs.pop(job, None) is not None:
-            self._built = None
+        oid = self._ids.pop(job, None)
+        if oid is None:
+            return
+        del self._info[oid]
+        keep = self._ev[1] != oid
+        self._ev = tuple(column[keep] for column in self._ev)
+        self._built = None
 
     def _build(self):
-        jobs = list(self._jobs)
-        cores = np.array([j.res for j in jobs], dtype=np.int64)
-        starts = np.array([self._jobs[j][0] for j in jobs])
-        limits = starts + np.array([self._jobs[j][4] for j in jobs], dtype=np.float64)  # start + walltime
-        parts = [self._jobs[j] for j in jobs]
-        sizes = [len(p[1]) for p in parts]
-        owner = np.repeat(np.arange(len(jobs)), sizes)
-        if parts:
-            mass = np.concatenate([p[1] for p in parts])
-            rel_end = np.concatenate([p[2] for p in parts])
-            rel_lo = np.concatenate([p[3] for p in parts])
-            cum = np.concatenate([np.cumsum(p[1]) for p in parts])
-        else:
-            mass = rel_end = rel_lo = cum = np.zeros(0)
-        end = starts[owner] + rel_end
-        order = np.lexsort((owner, end))
-        totals = cum[np.cumsum(sizes) - 1] if parts else np.zeros(0)
-        self._built = (cores, starts, limits, totals, end[order], owner[order], mass[order], rel_end[order],
-                       rel_lo[order], cum[order])
+        """Per-job arrays (job slot = rank of its registration) and the events' owner slots."""
+        ids = np.fromiter(self._info, dtype=np.int64, count=len(self._info))
+        info = np.array(list(self._info.values()), dtype=np.float64).reshape(len(ids), 4)
+        cores = info[:, 0].astype(np.int64)
+        end, oid, mass, rel_end, rel_lo, cum = self._ev
+        self._built = (cores, info[:, 1], info[:, 2], info[:, 3], end, np.searchsorted(ids, oid), mass, rel_end,
+                       rel_lo, cum)
         return self._built
 
     def earliest_release(self, now: float, missing: int) -> float:
@@ -183,8 +191,11 @@ class RunningTerminations:
             return math.inf
         k = int(np.searchsorted(end, now, side="right"))
         first = np.where(limits > now, limits, now + self.grace)  # no bin left: at the walltime
-        rest_end, rest_owner = end[k:], owner[k:]
-        np.minimum.at(first, rest_owner, rest_end)  # else its first remaining bin end
+        rest_owner = owner[k:]
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[rest_owner[::-1]] = np.arange(len(rest_owner) - 1, -1, -1)  # events are in time order
+        alive = pos >= 0
+        first[alive] = end[k:][pos[alive]]  # else its first remaining bin end
         order = np.argsort(first, kind="stable")
         reached = np.searchsorted(np.cumsum(cores[order]), missing, side="left")
         return float(first[order[reached]]) if reached < n else math.inf
