@@ -116,6 +116,9 @@ def test_dp_matches_brute_force_enumeration(seed):
         accepted, risk = outlook.risk(size, q, ends, tau=2.0)  # no early exit
         assert accepted
         assert risk == pytest.approx(expected, abs=1e-12)
+        # the batch form (every candidate of a pass at once), padded with zero probabilities
+        padded_q, padded_ends = np.append(q, 0.0)[None, :], np.append(ends, 0.5)[None, :]
+        assert outlook.risks([size], padded_q, padded_ends)[0] == pytest.approx(expected, abs=1e-12)
         # with a threshold: refused exactly when the risk reaches it (early exits included)
         for tau in (0.0, 0.05, 0.3):
             ok, _ = outlook.risk(size, q, ends, tau=tau)
@@ -300,3 +303,32 @@ def test_paper_geometric_mean_floors_waits_at_ten_seconds():
     assert geomean_wait_floor([0.0, 0.0]) == pytest.approx(10.0)
     assert geomean_wait_floor([0.0, 1000.0]) == pytest.approx(100.0)
     assert geomean_wait_floor([4.0, 40.0], w_min=4.0) == pytest.approx(math.sqrt(160.0))
+
+
+def test_serve_gives_the_embedded_schedule(tmp_path):
+    """The same decision core behind ZeroMQ: ``serve`` driven like Batsim gives the embedded run's schedule."""
+    import socket
+    import threading
+
+    from batsched_ml.server.peer import run_connected
+    from batsched_ml.server.serve import run_server
+    from batsched_ml.workloads.loader import write_workload
+
+    workload = tmp_path / "busy.json"
+    write_workload(BUSY, workload)
+    platform = DATA / "platform-100.xml"
+    options = dict(scheduler="probabilistic", distribution="user", distribution_window=5)
+    inproc, _ = simulate(platform, workload, build_scheduler(**options), prefix=tmp_path / "inproc",
+                         dynamic_jobs=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    ready, code = threading.Event(), []
+    thread = threading.Thread(target=lambda: code.append(run_server(build_scheduler(**options), endpoint,
+                                                                    timeout=60.0, ready=ready)), daemon=True)
+    thread.start()
+    assert ready.wait(30)
+    remote = run_connected(platform, workload, endpoint, tmp_path / "remote", timeout=60.0)
+    thread.join(60)
+    assert code == [0]
+    assert Path(remote.jobs_csv).read_bytes() == Path(inproc.jobs_csv).read_bytes()

@@ -123,22 +123,24 @@ class ProbabilisticBackfilling(EasyBackfilling):
             return
         # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
         profile.remove_if_present(head)
-        outlook = None
-        safe_until = None  # before this, the head cannot start whatever ends: no risk
-        for job in todo:
+        outlook = safe_until = batch = None
+        for i, job in enumerate(todo):
             if job.res > available:
                 continue
             t0 = time.perf_counter()
             q, ends, _, _ = self._bins_of(job)
             if safe_until is None:
                 safe_until = self._terminations.earliest_release(now, head.res - available)
-            if now + ends[-1] <= safe_until:
-                accepted, risk = True, 0.0
+            if now + ends[-1] <= safe_until:  # ends before the head could start: no risk
+                risk = 0.0
                 self.stats["screened"] += 1
             else:
-                if outlook is None:
-                    outlook = self._outlook(now, head.res - available, [j.res for j in todo if j.res <= available])
-                accepted, risk = outlook.risk(job.res, q, now + ends, self.tau)
+                if batch is None:  # every remaining candidate at once, until one is backfilled
+                    rest = [j for j in todo[i:] if j.res <= available]
+                    outlook = self._outlook(now, head.res - available, [j.res for j in rest])
+                    batch = dict(zip(rest, self._batch_risks(outlook, rest, now)))
+                risk = batch[job]
+            accepted = risk < self.tau or risk == 0.0
             self.stats["condition_time"] += time.perf_counter() - t0
             self.stats["evaluations"] += 1
             if not accepted:
@@ -152,7 +154,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
             for column, value in zip(self._checks, (self._starts, head.res - available, job.res, job, 0)):
                 column.append(value)
             available -= job.res
-            outlook = safe_until = None  # a new running job, fewer free cores: the outlook changes
+            outlook = safe_until = batch = None  # a new running job, fewer free cores: all changes
         self._ensure_priority(ctx)
 
     # ------------------------------------------------------------ the model
@@ -173,6 +175,16 @@ class ProbabilisticBackfilling(EasyBackfilling):
                     cached = (cond[keep], np.minimum(bins.hi[keep], upper), bins.lo[keep], cond)
             job.info["runtime_bins"] = cached
         return cached
+
+    def _batch_risks(self, outlook: ReleaseOutlook, jobs: list, now: float) -> list:
+        bins = [self._bins_of(j) for j in jobs]
+        width = max(len(b[0]) for b in bins)
+        q = np.zeros((len(jobs), width))
+        ends = np.full((len(jobs), width), now)
+        for k, (masses, rel_ends, _, _) in enumerate(bins):
+            q[k, :len(masses)] = masses
+            ends[k, :len(masses)] = now + rel_ends
+        return outlook.risks([j.res for j in jobs], q, ends).tolist()
 
     def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
         """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""

@@ -95,6 +95,15 @@ class ReleaseOutlook:
         if k > self.done:
             self._compute(self.done, min(len(self.times), max(k, 2 * self.done, self.done + MIN_CHUNK)))
 
+    def risks(self, sizes, q, ends) -> np.ndarray:
+        """The risk of many candidates at once (no early exit): ``q``/``ends`` are (candidates,
+        bins) arrays padded with zero probabilities."""
+        idx = np.searchsorted(self.times, ends, side="left")
+        self._ensure(int(idx.max(initial=0)))
+        cols = np.array([self.column[int(s)] for s in sizes], dtype=np.int64)
+        runmax = np.vstack((np.zeros((1, len(self.sizes))), self.runmax))  # row 0: nothing before
+        return (q * runmax[idx, cols[:, None]]).sum(axis=1)
+
     def risk(self, size: int, q, ends, tau: float) -> tuple[bool, float]:
         """``(accepted, risk)`` of a candidate of ``size`` cores ending in bin j (probability
         ``q[j]``) no later than ``ends[j]`` (non-decreasing). When refused early, ``risk`` is
