@@ -64,7 +64,13 @@ RAW = ROOT / "benchmarks" / "results" / "raw" / "probabilistic.jsonl"
 
 def run_one(trace: str, config: str, max_jobs: int | None, out: str | None) -> dict:
     workload, _ = swf_to_workload(read_swf(TRACE_DIR / TRACES[trace]), max_jobs=max_jobs)
-    sched = runner.build_scheduler(**CONFIGS[config])
+    options = dict(CONFIGS[config])
+    swf = workload.get("swf") or {}
+    if options.get("distribution") == "forest":  # the trace's calendar, for the temporal features
+        options.update(distribution_unix_start_time=swf.get("UnixStartTime") or 0,
+                       distribution_timezone=swf.get("TimeZone") or 0,
+                       distribution_subtime_offset=swf.get("subtime_offset") or 0)
+    sched = runner.build_scheduler(**options)
     with tempfile.TemporaryDirectory() as tmp:
         prefix = Path(out or tmp) / f"{trace}.{config}"
         t0 = time.process_time()

@@ -102,11 +102,13 @@ def random_case(rng, n_jobs):
     return cores, bin_probs, bin_ends, missing, sizes
 
 
+@pytest.mark.parametrize("by_events", [False, True], ids=["per-job", "per-event"])
 @pytest.mark.parametrize("seed", range(40))
-def test_dp_matches_brute_force_enumeration(seed):
+def test_dp_matches_brute_force_enumeration(seed, by_events):
     rng = np.random.default_rng(seed)
     cores, bin_probs, bin_ends, missing, sizes = random_case(rng, int(rng.integers(3, 6)))
     outlook = outlook_for(cores, bin_probs, bin_ends, missing, sizes)
+    outlook.by_events = by_events  # both forms of the DP (chosen by size in real passes)
     for size in sizes:
         k = int(rng.integers(1, 4))
         q = rng.random(k)
@@ -125,9 +127,11 @@ def test_dp_matches_brute_force_enumeration(seed):
             assert ok == (expected < tau - 1e-12 or expected == 0.0) or abs(expected - tau) < 1e-9
 
 
-def test_dp_works_in_units_of_the_common_core_count():
+@pytest.mark.parametrize("by_events", [False, True])
+def test_dp_works_in_units_of_the_common_core_count(by_events):
     cores, probs, ends = [8, 16, 8], [[0.5, 0.5], [1.0], [0.2, 0.8]], [[2.0, 5.0], [4.0], [1.0, 6.0]]
     outlook = outlook_for(cores, probs, ends, 12, [8, 4, 20])
+    outlook.by_events = by_events
     assert outlook.unit == 8
     for size in (8, 4, 20):
         expected = brute_force_risk(cores, probs, ends, 12, size, [1.0], [7.0])

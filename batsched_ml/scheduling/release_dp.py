@@ -31,6 +31,9 @@ import math
 import numpy as np
 
 MIN_CHUNK = 32  # event times computed at once (grows geometrically with what candidates need)
+# the event-by-event form when jobs x needed counts exceed this many times all counts (measured crossover)
+EVENT_PATH_FACTOR = 4
+EVENT_PATH_MIN_JOBS = 40
 
 
 class ReleaseOutlook:
@@ -47,6 +50,7 @@ class ReleaseOutlook:
             np.not_equal(times[1:], times[:-1], out=new[1:])
         group = np.cumsum(new) - 1
         self.times = times[new]
+        self._events = (jobs, np.asarray(cum, dtype=np.float64), group)
         prob = np.zeros((n, len(self.times)))
         prob[jobs, group] = cum
         self.prob = np.maximum.accumulate(prob, axis=1) if prob.size else prob  # P(i ended by t_g)
@@ -62,9 +66,17 @@ class ReleaseOutlook:
         self.width = max(int(self.hi.max()) if self.sizes else 0, self.lo) + 1
         self.done = 0  # event times computed so far
         self.runmax = np.zeros((len(self.times), len(self.sizes)))  # max over t_h <= t_g of D_h(r)
+        # Two ways to the same numbers: per running job over every event time at once (few jobs),
+        # or per event over the full distribution of released cores (many jobs on a big machine)
+        total = int(self.units.sum()) if n else 0
+        self.by_events = n * self.width > EVENT_PATH_FACTOR * (total + 1) and n > EVENT_PATH_MIN_JOBS
+        self._state = None  # by_events: (pmf over 0..total units, next event, P of each job)
 
     def _compute(self, a: int, b: int) -> None:
         """D for event times [a, b), then the running max."""
+        if self.by_events:
+            self._compute_by_events(a, b)
+            return
         width, prob = self.width, self.prob
         pmf = np.zeros((b - a, width))
         pmf[:, 0] = 1.0
@@ -81,6 +93,59 @@ class ReleaseOutlook:
                 moved = pmf[:, :width - u] * p[:, None]
                 pmf *= (1.0 - p)[:, None]
                 pmf[:, u:] += moved
+        self._record(pmf, a, b)
+
+    def _compute_by_events(self, a: int, b: int) -> None:
+        """The event-by-event form of the paper (O(events x cores)): the distribution of released
+        units is kept whole; an event moves one job's P(ended) from p to p', i.e. multiplies the
+        generating function by (1 - p' + p' z^u) / (1 - p + p z^u), a first-order recursion over
+        blocks of u counts run forward when p < 1/2 and backward otherwise (both stable)."""
+        from scipy.signal import lfilter
+
+        jobs, cum, group = self._events
+        if self._state is None:
+            size = int(self.units.sum()) + 1
+            pmf = np.zeros(size)
+            pmf[0] = 1.0
+            self._state = (pmf, 0, np.zeros(len(self.units)))
+        pmf, e, current = self._state
+        size = len(pmf)
+        rows = np.empty((b - a, self.width))
+        units = self.units
+        n_events = len(jobs)
+        for g in range(a, b):
+            while e < n_events and group[e] == g:
+                i = int(jobs[e])
+                u = int(units[i])
+                p_old, p_new = float(current[i]), float(cum[e])
+                current[i] = p_new
+                e += 1
+                if p_old == 0.0:
+                    moved = pmf[:size - u] * p_new
+                    pmf *= 1.0 - p_new
+                    pmf[u:] += moved
+                    continue
+                m = -(-size // u)
+                buf = np.zeros(m * u)
+                buf[:size] = pmf
+                x = buf.reshape(m, u)
+                if p_old < 0.5:
+                    y = lfilter([1.0 - p_new, p_new], [1.0 - p_old, p_old], x, axis=0)
+                else:
+                    fir = np.zeros((m + 1, u))
+                    fir[:m] = (1.0 - p_new) * x
+                    fir[1:] += p_new * x
+                    y = lfilter([1.0], [p_old, 1.0 - p_old], fir[::-1], axis=0)[::-1][1:]
+                pmf = np.ascontiguousarray(y).reshape(-1)[:size]
+                np.maximum(pmf, 0.0, out=pmf)  # rounding
+            rows[g - a, :min(self.width, size)] = pmf[:self.width]
+            if size < self.width:
+                rows[g - a, size:] = 0.0
+        self._state = (pmf, e, current)
+        self._record(rows, a, b)
+
+    def _record(self, pmf: np.ndarray, a: int, b: int) -> None:
+        """D(r) from the distributions of released units at event times [a, b), then the running max."""
         cdf = np.cumsum(pmf, axis=1)
         below = cdf[:, self.lo - 1] if self.lo > 0 else 0.0
         d = cdf[:, self.hi] - (below[:, None] if self.lo > 0 else 0.0)
@@ -230,6 +295,12 @@ class RunningTerminations:
         base[alive] = cum[f] - keep
         total = np.ones(n)
         total[alive] = totals[alive] - base[alive]
+        empty = alive & ~(total > 0)  # elapsed time within rounding of its last bin's end
+        if empty.any():
+            alive &= ~empty
+            total[empty] = 1.0
+            kept = ~empty[owner]
+            end, owner, cum = end[kept], owner[kept], cum[kept]
         p = (cum - base[owner]) / total[owner]
         lastpos = np.full(n, -1, dtype=np.int64)
         lastpos[owner] = np.arange(len(owner))
