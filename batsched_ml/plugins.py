@@ -54,6 +54,10 @@ BUILTINS = {
 }
 
 
+SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "predictor",
+            "corrections": "correction", "classifiers": "classifier", "distributions": "distribution"}
+
+
 class PluginError(LookupError):
     pass
 
@@ -70,7 +74,7 @@ def load(kind: str, name: str):
     """The class (or factory) registered as ``name`` for ``kind``."""
     plugins = available(kind)
     if name not in plugins:
-        raise PluginError(f"unknown {kind[:-1] if kind.endswith('s') else kind} {name!r}; "
+        raise PluginError(f"unknown {SINGULAR.get(kind, kind)} {name!r}; "
                           f"available: {', '.join(plugins) or 'none'}")
     module, _, attr = plugins[name].partition(":")
     obj = import_module(module)

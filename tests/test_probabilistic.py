@@ -332,7 +332,7 @@ def test_serve_gives_the_embedded_schedule(tmp_path):
                                                                     timeout=60.0, ready=ready)), daemon=True)
     thread.start()
     assert ready.wait(30)
-    remote = run_connected(platform, workload, endpoint, tmp_path / "remote", timeout=60.0)
+    remote = run_connected(platform, workload, endpoint, tmp_path / "remote", timeout=60.0, dynamic_jobs=True)
     thread.join(60)
     assert code == [0]
     assert Path(remote.jobs_csv).read_bytes() == Path(inproc.jobs_csv).read_bytes()

@@ -35,20 +35,26 @@ RESCANS = ("always", "changes")
 LOG_FLOOR = 1e-9  # calibration: probability given to a realised bin predicted impossible
 
 
-def build_distribution(distribution, **options):
-    """A distribution plugin instance from a name (or an instance, returned as is)."""
+def build_distribution(distribution, seed: int = 0, **options):
+    """A distribution plugin instance from a name (or an instance, returned as is); ``seed`` is
+    its ``random_state`` when it has one (``--seed``)."""
     if not isinstance(distribution, str):
         return distribution
+    import inspect
+
     from ..plugins import load
 
-    return load("distributions", distribution)(**options)
+    cls = load("distributions", distribution)
+    if "random_state" in inspect.signature(cls).parameters:
+        options.setdefault("random_state", seed)
+    return cls(**options)
 
 
 class ProbabilisticBackfilling(EasyBackfilling):
     name = "probabilistic"
 
     def __init__(self, *args, distribution="walltime", tau=0.05, rescan="always", distribution_options=None,
-                 **kwargs):
+                 seed=0, **kwargs):
         dist_options = dict(distribution_options or {})
         for key in [k for k in kwargs if k.startswith("distribution_")]:
             dist_options[key.removeprefix("distribution_")] = kwargs.pop(key)
@@ -60,7 +66,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self.tau = float(tau)
         self.rescan = rescan
         self.distribution_name = distribution if isinstance(distribution, str) else type(distribution).__name__
-        self.distribution = build_distribution(distribution, **dist_options)
+        self.distribution = build_distribution(distribution, seed, **dist_options)
         self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
         self._terminations = RunningTerminations(OVERRUN_GRACE)
         self._starts = 0
