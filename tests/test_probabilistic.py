@@ -336,3 +336,19 @@ def test_serve_gives_the_embedded_schedule(tmp_path):
     thread.join(60)
     assert code == [0]
     assert Path(remote.jobs_csv).read_bytes() == Path(inproc.jobs_csv).read_bytes()
+
+
+def test_forest_distribution_trains_weekly():
+    from batsched_ml.distributions.forest import ForestDistribution
+
+    jobs, runtimes = _regime_jobs(n_days=9)
+    d = ForestDistribution(n_estimators=5, max_depth=6)
+    probas = []
+    for job, runtime in zip(jobs, runtimes):
+        p = d.predict_proba([job], job.subtime)[0]
+        probas.append(p)
+        if job.subtime < 604800:
+            assert p.sum() == 0  # trained at the first week boundary
+        d.partial_fit(job, runtime, job.subtime + 1.0)
+    assert d.trainings_ >= 1
+    assert probas[-1].sum() == pytest.approx(1.0)

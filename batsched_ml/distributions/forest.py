@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from ..classifiers.features import CalendarClock, FeatureTable
+from ..classifiers.models import leaf_of, tree_lists
 from ..classifiers.scheduler import WEEK
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
@@ -26,25 +27,13 @@ class _CompiledForest:
     Same leaf fractions, summed in tree order, divided by the number of trees."""
 
     def __init__(self, estimators, n_classes: int):
-        self.trees = []
-        for est in estimators:
-            t = est.tree_
-            value = t.value[:, 0, :].astype(np.float64)
-            total = value.sum(axis=1)
-            total[total == 0] = 1.0
-            self.trees.append((t.children_left.tolist(), t.children_right.tolist(), t.feature.tolist(),
-                               t.threshold.tolist(), value / total[:, None]))
+        self.trees = [tree_lists(est) for est in estimators]
         self.n_classes = n_classes
 
     def predict_one(self, x) -> np.ndarray:
         out = np.zeros(self.n_classes)
-        for left, right, feature, threshold, frac in self.trees:
-            node = 0
-            nxt = left[0]
-            while nxt != -1:
-                node = nxt if x[feature[node]] <= threshold[node] else right[node]
-                nxt = left[node]
-            out += frac[node]
+        for tree in self.trees:
+            out += tree[4][leaf_of(tree, x)]
         return out / len(self.trees)
 
 
