@@ -129,7 +129,7 @@ def cmd_simulate(args) -> int:
         if args.connect:
             from .server.peer import simulate_connected
 
-            result = simulate_connected(args)
+            result = simulate_connected(args, progress=progress)
             report = {}
         else:
             scheduler = scheduler_from_args(args)
@@ -316,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .campaign.cli import add_campaign_commands
 
     add_campaign_commands(sub)
+    from .learning.cli import add_learning_commands
+
+    add_learning_commands(sub)
     return parser
 
 

@@ -84,4 +84,9 @@ def load(kind: str, name: str):
 
 
 def resolve_policy(name: str):
+    """A policy instance from its name, or from ``expr:FORMULA`` / ``learned:FILE.json[#k]``."""
+    if name.startswith(("expr:", "learned:")):
+        from .policies.expression import policy_from_spec
+
+        return policy_from_spec(name)
     return load("policies", name)()

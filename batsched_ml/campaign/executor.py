@@ -77,9 +77,12 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
         finally:
             client.close()
         return
-    cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR,
-                           scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no dashboard, any free port
+    import dask
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):  # stack sampling costs CPU
+        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no dashboard
     try:
         with Client(cluster) as client:
             yield client

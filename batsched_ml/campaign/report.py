@@ -193,6 +193,7 @@ def write_report(results_dir, report_dir) -> Path:
         lines.append("")
         for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir):
             lines += [f"![{trace}: {caption}]({name})", ""]
+    s["paper"] = [p for p in s["paper"] if p.trace in traces]  # a subset run: only the traces that ran
     if s["paper"]:
         lines += ["## Beside the paper", "",
                   "`reduction` rows: % below the baseline "

@@ -123,8 +123,19 @@ _SHORT.maxlevel = 3
 
 
 def escape_controls(text: str) -> str:
-    """``text`` with control characters escaped: safe to print on one terminal line."""
-    return text.translate(_CONTROLS)
+    """``text`` with every unprintable character escaped (controls, line separators, format and
+    unassigned code points): safe to print on one terminal line."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escape_char(char) for char in text)
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    special = _CONTROLS.get(code)
+    if special is not None:
+        return special
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def _q(value) -> str:

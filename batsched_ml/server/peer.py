@@ -23,7 +23,7 @@ from ..protocol.codec import DECISIONS, ProtocolError, decode, encode
 from ..protocol.events import Message, SimulationBegins
 from ..simulator.engine import SimulationError, SimulationResult, Simulator
 from ..runner import load_inputs
-from .console import HINT_AFTER, ProgressLine, scheduler_hint
+from .console import HINT_AFTER, scheduler_hint
 from .transport import ERROR_PREFIX, Channel
 
 __all__ = ["batsim_like_begins", "load_inputs", "remote_exchange", "run_connected", "simulate_connected"]
@@ -118,26 +118,17 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
             log.close()
 
 
-def simulate_connected(args) -> SimulationResult:
+def simulate_connected(args, progress=None) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
-    ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``)."""
+    ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``,
+    ``quiet``). ``progress``: as for ``Simulator`` (the CLI passes its progress reporter)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
     dynamic_jobs = bool(getattr(args, "dynamic_jobs", False))
-    quiet = getattr(args, "quiet", False)
-    if not quiet:
+    if not getattr(args, "quiet", False):
         print(f"batsched-ml simulate: connecting to the scheduler at {args.connect} as Batsim would (dynamic "
               f"jobs {'on' if dynamic_jobs else 'off'})", file=sys.stderr, flush=True)
-    line = ProgressLine(sys.stderr, enabled=None if not (quiet or getattr(args, "json", False)) else False)
-
-    def progress(done, total):
-        line.update(f"simulate --connect: {done}/{total} jobs submitted", force=done == total)
-
-    try:
-        return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
-                             dynamic_jobs=dynamic_jobs, profile_reuse=getattr(args, "profile_reuse", False),
-                             log_path=getattr(args, "log", None), progress=progress if line.enabled else None,
-                             err=sys.stderr)
-    finally:
-        line.close()
+    return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
+                         dynamic_jobs=dynamic_jobs, profile_reuse=getattr(args, "profile_reuse", False),
+                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr)
