@@ -14,7 +14,7 @@ from .validation import arg
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by ``simulate`` and ``serve``: they choose one scheduler."""
     g = parser.add_argument_group("scheduler")
-    g.add_argument("--scheduler", default="easy", help="backfilling family: fcfs, easy, conservative (default easy)")
+    g.add_argument("--scheduler", default="easy", help="backfilling family: fcfs, easy, conservative, probabilistic (default easy)")
     g.add_argument("--policy", default="fcfs", help="queue order: fcfs spf saf wfp3 unicef f1..f4 (default fcfs)")
     g.add_argument("--reservations", choices=("count", "cores"), default="count",
                    help="reservation model: count = textbook (papers), cores = batsched's (default count)")
@@ -35,6 +35,8 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
                    "gradient-boosting, clairvoyant; default: none)")
     g.add_argument("--kill-false-small", action="store_true",
                    help="kill a job classified small at the divider and requeue it as large")
+    g.add_argument("--distribution", default=None,
+                   help="runtime-distribution plugin of --scheduler probabilistic (hmm, user, forest, walltime)")
     g.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0,
                    help="seed of every random component (0 <= N < 2**32)")
     g.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
@@ -72,7 +74,8 @@ def scheduler_from_args(args):
             backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
             predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
             classifier=args.classifier,
-            kill_false_small=args.kill_false_small, seed=args.seed, **options)
+            kill_false_small=args.kill_false_small, seed=args.seed, distribution=args.distribution,
+                **options)
 
 
 # ------------------------------------------------------------------ commands

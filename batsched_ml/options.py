@@ -21,9 +21,10 @@ FLAG_OF = {
     "classifier": "--classifier", "classifier_name": "--classifier", "kill_false_small": "--kill-false-small",
     "seed": "--seed", "random_state": "--seed", "predictor": "--predictor", "correction": "--correction",
     "correction_timing": "--correction-timing", "timing": "--correction-timing",
+    "distribution": "--distribution",
 }
 # How -o keys of each plugin kind are spelt (predictor and correction options are prefixed).
-PREFIX = {"predictors": "predictor_", "corrections": "correction_"}
+PREFIX = {"predictors": "predictor_", "corrections": "correction_", "distributions": "distribution_"}
 
 
 def constructor_options(target) -> dict | None:
@@ -74,7 +75,8 @@ def show_default(value) -> str:
         return repr(value)
 
 
-def valid_option_keys(scheduler: str, *, predictor=None, correction=None, classifier=None) -> dict | None:
+def valid_option_keys(scheduler: str, *, predictor=None, correction=None, classifier=None,
+                      distribution=None) -> dict | None:
     """``{key: default}`` of every -o key this configuration accepts (None: cannot tell)."""
     from .plugins import load
 
@@ -97,11 +99,17 @@ def valid_option_keys(scheduler: str, *, predictor=None, correction=None, classi
                     return None
                 keys.update(found)
         keys["predictor_options"] = {}
+    if distribution is not None:  # --scheduler probabilistic: -o distribution_<param>
+        found = plugin_options("distributions", load("distributions", distribution)
+                               if isinstance(distribution, str) else type(distribution))
+        if found is None:
+            return None
+        keys.update(found)
     return keys
 
 
 def check_option_keys(options: dict, scheduler: str, *, predictor=None, correction=None,
-                      classifier=None) -> None:
+                      classifier=None, distribution=None) -> None:
     """Reject an -o key the configuration does not take, naming the valid ones."""
     for key in options:
         if key in FLAG_OF:
@@ -113,7 +121,8 @@ def check_option_keys(options: dict, scheduler: str, *, predictor=None, correcti
                                   "--correction")
     if not isinstance(scheduler, str):
         return
-    valid = valid_option_keys(scheduler, predictor=predictor, correction=correction, classifier=classifier)
+    valid = valid_option_keys(scheduler, predictor=predictor, correction=correction, classifier=classifier,
+                              distribution=distribution)
     if valid is None:
         return
     from .classifiers import _CLASSIFIER_PARAMS

@@ -16,6 +16,7 @@ GROUPS = {
     "predictors": "batsched_ml.predictors",
     "corrections": "batsched_ml.corrections",
     "classifiers": "batsched_ml.classifiers",
+    "distributions": "batsched_ml.distributions",
 }
 
 BUILTINS = {
@@ -23,6 +24,7 @@ BUILTINS = {
         "fcfs": "batsched_ml.scheduling.fcfs:StrictFCFS",
         "easy": "batsched_ml.scheduling.easy:EasyBackfilling",
         "conservative": "batsched_ml.scheduling.conservative:ConservativeBackfilling",
+        "probabilistic": "batsched_ml.scheduling.probabilistic:ProbabilisticBackfilling",
     },
     "policies": {name: f"batsched_ml.policies.orders:{cls}" for name, cls in [
         ("fcfs", "FCFS"), ("spf", "SPF"), ("saf", "SAF"), ("wfp3", "WFP3"), ("unicef", "UNICEF"),
@@ -43,11 +45,17 @@ BUILTINS = {
         "gradient-boosting": "batsched_ml.classifiers.models:GradientBoostingJobClassifier",
         "clairvoyant": "batsched_ml.classifiers.models:ClairvoyantClassifier",
     },
+    "distributions": {
+        "walltime": "batsched_ml.distributions.base:WalltimeOnly",
+        "user": "batsched_ml.distributions.user:UserDistribution",
+        "hmm": "batsched_ml.distributions.hmm:HMMDistribution",
+        "forest": "batsched_ml.distributions.forest:ForestDistribution",
+    },
 }
 
 
 SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "predictor",
-            "corrections": "correction", "classifiers": "classifier"}
+            "corrections": "correction", "classifiers": "classifier", "distributions": "distribution"}
 
 
 class PluginError(LookupError):

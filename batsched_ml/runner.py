@@ -17,7 +17,8 @@ def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations:
                     backfill_order: str = "queue", starvation_threshold: float | None = None, *,
                     predictor: str | None = None, correction: str | None = None,
                     correction_timing: str = "immediate", classifier: str | None = None,
-                    kill_false_small: bool = False, seed: int = 0, **options):
+                    kill_false_small: bool = False, seed: int = 0, distribution: str | None = None,
+                    **options):
     """Instantiate the scheduler plugin ``scheduler`` with its options.
 
     ``predictor``/``correction``/``correction_timing`` attach a runtime estimator (see ``predictors``;
@@ -29,7 +30,10 @@ def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations:
     from .validation import seed as check_seed
 
     seed = check_seed(seed)
-    check_option_keys(options, scheduler, predictor=predictor, correction=correction, classifier=classifier)
+    check_option_keys(options, scheduler, predictor=predictor, correction=correction, classifier=classifier,
+                      distribution=distribution)
+    if distribution is not None:  # runtime distributions (--scheduler probabilistic), seeded by --seed
+        options.update(distribution=distribution, seed=seed)
     estimator = None
     estimator_options = dict(options.pop("predictor_options", None) or {})
     for key in [k for k in options if k.startswith(("predictor_", "correction_"))]:

@@ -129,6 +129,28 @@ class JobClassifier:
         return f"{type(self).__name__}({params})"
 
 
+def tree_lists(estimator) -> tuple:
+    """One fitted decision tree as plain lists (children, features, thresholds) and its leaf
+    class fractions, normalised exactly as ``DecisionTreeClassifier.predict_proba`` does."""
+    t = estimator.tree_
+    value = t.value[:, 0, :].astype(np.float64)
+    total = value.sum(axis=1)
+    total[total == 0] = 1.0
+    return (t.children_left.tolist(), t.children_right.tolist(), t.feature.tolist(), t.threshold.tolist(),
+            value / total[:, None])
+
+
+def leaf_of(tree: tuple, x) -> int:
+    """The leaf a feature row ``x`` reaches in a tree from :func:`tree_lists`."""
+    left, right, feature, threshold = tree[0], tree[1], tree[2], tree[3]
+    node = 0
+    nxt = left[0]
+    while nxt != -1:
+        node = nxt if x[feature[node]] <= threshold[node] else right[node]
+        nxt = left[node]
+    return node
+
+
 class _CompiledForest:
     """The trees of a fitted forest as plain lists, for fast one-row predictions.
 
@@ -140,24 +162,15 @@ class _CompiledForest:
     def __init__(self, estimators):
         self.trees = []
         for est in estimators:
-            t = est.tree_
-            value = t.value[:, 0, :].astype(np.float64)
-            total = value.sum(axis=1)
-            total[total == 0] = 1.0
-            frac = value / total[:, None]
-            self.trees.append((t.children_left.tolist(), t.children_right.tolist(), t.feature.tolist(),
-                               t.threshold.tolist(), frac[:, 0].tolist(), frac[:, 1].tolist()))
+            left, right, feature, threshold, frac = tree_lists(est)
+            self.trees.append((left, right, feature, threshold, frac[:, 0].tolist(), frac[:, 1].tolist()))
 
     def predict_one(self, x, small_threshold: float = 0.5) -> int:
         s0 = s1 = 0.0
-        for left, right, feature, threshold, p0, p1 in self.trees:
-            node = 0
-            nxt = left[0]
-            while nxt != -1:
-                node = nxt if x[feature[node]] <= threshold[node] else right[node]
-                nxt = left[node]
-            s0 += p0[node]
-            s1 += p1[node]
+        for tree in self.trees:
+            node = leaf_of(tree, x)
+            s0 += tree[4][node]
+            s1 += tree[5][node]
         if small_threshold == 0.5:
             return 1 if s1 > s0 else 0
         # the same sums divided by the number of trees are scikit-learn's predict_proba, bit for bit

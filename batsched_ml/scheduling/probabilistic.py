@@ -1,0 +1,248 @@
+"""Probabilistic backfilling (Nissimov & Feitelson): EASY with runtime distributions.
+
+The head of the queue gets EASY's treatment (it starts as soon as it fits; its
+reservation is kept for EASY's bookkeeping). Any other job that fits now is
+backfilled when the probability that it delays the head job is below ``tau``
+(0.05, the paper's value), computed from every running job's runtime
+distribution re-conditioned on what is known (Algorithm 1: not below its elapsed
+time, not above its walltime, log-uniform inside a bin) and the candidate's own
+(see ``release_dp``). Distributions come from a plugin of the
+``batsched_ml.distributions`` group (``--distribution``); a job without one is
+a point mass at its walltime, so without any history this is exactly EASY.
+Nothing is killed at a prediction: walltime kills stay Batsim's.
+
+Options (``-o``): ``tau``; ``rescan`` = ``always`` (default: every pass
+re-examines the whole queue, since re-conditioning changes the risks as time
+passes) or ``changes`` (EASY's: only new arrivals unless a job ended);
+``distribution_<param>`` go to the distribution plugin.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..core.job import RUNNING
+from ..core.scheduler import Context
+from .easy import EasyBackfilling
+from .release_dp import ReleaseOutlook, RunningTerminations
+from .reserving import OVERRUN_GRACE
+
+LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
+RESCANS = ("always", "changes")
+LOG_FLOOR = 1e-9  # calibration: probability given to a realised bin predicted impossible
+
+
+def build_distribution(distribution, seed: int = 0, **options):
+    """A distribution plugin instance from a name (or an instance, returned as is); ``seed`` is
+    its ``random_state`` when it has one (``--seed``)."""
+    if not isinstance(distribution, str):
+        return distribution
+    import inspect
+
+    from ..plugins import load
+
+    cls = load("distributions", distribution)
+    if "random_state" in inspect.signature(cls).parameters:
+        options.setdefault("random_state", seed)
+    return cls(**options)
+
+
+class ProbabilisticBackfilling(EasyBackfilling):
+    name = "probabilistic"
+
+    def __init__(self, *args, distribution="walltime", tau=0.05, rescan="always", distribution_options=None,
+                 seed=0, **kwargs):
+        dist_options = dict(distribution_options or {})
+        for key in [k for k in kwargs if k.startswith("distribution_")]:
+            dist_options[key.removeprefix("distribution_")] = kwargs.pop(key)
+        super().__init__(*args, **kwargs)
+        if not (isinstance(tau, (int, float)) and 0.0 <= float(tau) <= 1.0):
+            raise ValueError(f"tau must be a probability in [0, 1], got {tau!r}")
+        if rescan not in RESCANS:
+            raise ValueError(f"rescan must be one of {RESCANS}, not {rescan!r}")
+        self.tau = float(tau)
+        self.rescan = rescan
+        self.distribution_name = distribution if isinstance(distribution, str) else type(distribution).__name__
+        self.distribution = build_distribution(distribution, seed, **dist_options)
+        self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
+        self._terminations = RunningTerminations(OVERRUN_GRACE)
+        self._starts = 0
+        # did a backfilled job really delay the head? (the paper's event A, with actual end times):
+        # per backfill, the start rank it was given, the cores the head lacked, its size, the job,
+        # and the cores released since by the jobs that were running then
+        self._checks = ([], [], [], [], [])
+        self.stats = {"backfilled": 0, "refused": 0, "evaluations": 0, "risk_sum": 0.0, "checked": 0,
+                      "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0, "screened": 0}
+        self._loglik: list = []  # calibration: (log-likelihood of the realised bin, realised bin impossible)
+
+    # ----------------------------------------------------------------- hooks
+    def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
+        super().on_simulation_begins(nb_cores, ctx)
+        self.distribution.begin(getattr(ctx._core, "workloads", None))
+
+    def on_job_submitted(self, job, ctx: Context) -> None:
+        super().on_job_submitted(job, ctx)
+        if job.state != "QUEUED":
+            return
+        row = np.asarray(self.distribution.predict_proba([job], ctx.now), dtype=np.float64)[0]
+        self._proba[job] = row if row.sum() > 0 else None
+
+    def on_job_completed(self, job, ctx: Context) -> None:
+        super().on_job_completed(job, ctx)
+        self._terminations.discard(job)
+        row = self._proba.pop(job, None)
+        if job.final_state not in LEARNED_STATES or job.start_time < 0:
+            return
+        runtime = job.end_time - job.start_time
+        cond = self._bins_of(job)[3] if row is not None else None
+        if cond is not None:
+            p = cond[int(self.distribution.bins_.index(runtime))]
+            self._loglik.append((math.log(max(p, LOG_FLOOR)), p == 0.0))
+        self.distribution.partial_fit(job, runtime, ctx.now)
+
+    def start(self, ctx: Context, job, placement) -> None:
+        super().start(ctx, job, placement)
+        self._starts += 1
+        job.info["start_order"] = self._starts
+        self._terminations.add(job, job.start_time, self._upper(job), *self._bins_of(job)[:3])
+
+    # -------------------------------------------------------------- schedule
+    def schedule(self, ctx: Context) -> None:
+        if self._checks[0] and self._ended:
+            self._resolve_checks()
+        if self.rescan == "always":
+            self._dirty = True  # re-conditioning changes risks as time passes: traverse the queue
+        super().schedule(ctx)
+
+    def _upper(self, job) -> float:
+        """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
+        return job.walltime + self.rjms_delay
+
+    def _backfill(self, ctx: Context, candidates: list) -> None:
+        profile, head, now = self.profile, self.priority, ctx.now
+        available = profile.available_now()
+        todo = [j for j in self.backfill_candidates(candidates, now) if j.res <= available]
+        if not todo or head is None:
+            return
+        # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
+        profile.remove_if_present(head)
+        outlook = safe_until = batch = None
+        for i, job in enumerate(todo):
+            if job.res > available:
+                continue
+            t0 = time.perf_counter()
+            q, ends, _, _ = self._bins_of(job)
+            if safe_until is None:
+                safe_until = self._terminations.earliest_release(now, head.res - available)
+            if now + ends[-1] <= safe_until:  # ends before the head could start: no risk
+                risk = 0.0
+                self.stats["screened"] += 1
+            else:
+                if batch is None:  # every remaining candidate at once, until one is backfilled
+                    rest = [j for j in todo[i:] if j.res <= available]
+                    outlook = self._outlook(now, head.res - available, [j.res for j in rest])
+                    batch = dict(zip(rest, self._batch_risks(outlook, rest, now)))
+                risk = batch[job]
+            accepted = risk < self.tau or risk == 0.0
+            self.stats["condition_time"] += time.perf_counter() - t0
+            self.stats["evaluations"] += 1
+            if not accepted:
+                self.stats["refused"] += 1
+                continue
+            used = profile.fits_now(job, self.span(job))
+            placement = profile.place(job, now, now + self.span(job), used)
+            self.start(ctx, job, placement)
+            self.stats["backfilled"] += 1
+            self.stats["risk_sum"] += risk
+            for column, value in zip(self._checks, (self._starts, head.res - available, job.res, job, 0)):
+                column.append(value)
+            available -= job.res
+            outlook = safe_until = batch = None  # a new running job, fewer free cores: all changes
+        self._ensure_priority(ctx)
+
+    # ------------------------------------------------------------ the model
+    def _bins_of(self, job):
+        """``(masses, ends, lower edges, full conditioned row or None)`` of the job's positive
+        runtime bins, conditioned on its walltime (ends relative to its start, the last one
+        capped at the walltime); a point mass at the walltime without a distribution. Cached."""
+        cached = job.info.get("runtime_bins")
+        if cached is None:
+            upper = self._upper(job)
+            cached = (np.ones(1), np.array([upper]), np.array([upper]), None)
+            row = self._proba.get(job)
+            if row is not None:
+                bins = self.distribution.bins_
+                cond = bins.condition_on_walltime(row, upper)
+                if cond is not None:
+                    keep = cond > 0
+                    cached = (cond[keep], np.minimum(bins.hi[keep], upper), bins.lo[keep], cond)
+            job.info["runtime_bins"] = cached
+        return cached
+
+    def _batch_risks(self, outlook: ReleaseOutlook, jobs: list, now: float) -> list:
+        bins = [self._bins_of(j) for j in jobs]
+        width = max(len(b[0]) for b in bins)
+        q = np.zeros((len(jobs), width))
+        ends = np.full((len(jobs), width), now)
+        for k, (masses, rel_ends, _, _) in enumerate(bins):
+            q[k, :len(masses)] = masses
+            ends[k, :len(masses)] = now + rel_ends
+        return outlook.risks([j.res for j in jobs], q, ends).tolist()
+
+    def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
+        """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
+        times, owners, cum, cores = self._terminations.snapshot(now)
+        self.stats["outlooks"] += 1
+        self.stats["events"] += len(times)
+        return ReleaseOutlook(times, owners, cum, cores, missing, sizes)
+
+    # --------------------------------------------------------------- report
+    def _resolve_checks(self) -> None:
+        """Add the cores released by the jobs each check saw running; once the head could start
+        (the cores it lacked are released) the backfilled job delayed it if it was still running
+        and the released cores were not enough for both."""
+        ended = sorted((j.info.get("start_order", 0), j.res) for j in self._ended)
+        ended_orders = np.array([o for o, _ in ended])
+        freed = np.concatenate(([0], np.cumsum([r for _, r in ended])))
+        orders, missing, sizes, jobs, released = self._checks
+        released = np.asarray(released) + freed[np.searchsorted(ended_orders, np.asarray(orders), side="left")]
+        done = released >= np.asarray(missing)
+        if not done.any():
+            self._checks = (orders, missing, sizes, jobs, released.tolist())
+            return
+        ended_set = set(self._ended)
+        for i in np.flatnonzero(done).tolist():
+            job = jobs[i]
+            self.stats["checked"] += 1
+            self.stats["delayed"] += int(job.state == RUNNING and job not in ended_set
+                                         and released[i] < missing[i] + sizes[i])
+        keep = np.flatnonzero(~done).tolist()
+        released = released.tolist()
+        self._checks = tuple([column[i] for i in keep] for column in (orders, missing, sizes, jobs, released))
+
+    def report(self) -> dict:
+        out = dict(super().report())
+        s = self.stats
+        ll = np.array([v for v, _ in self._loglik]) if self._loglik else np.zeros(0)
+        out["probabilistic"] = {
+            "distribution": self.distribution_name,
+            "distribution_params": {k: v for k, v in self.distribution.get_params().items()
+                                    if isinstance(v, (int, float, str, type(None)))},
+            "tau": self.tau, "rescan": self.rescan, "n_bins": self.distribution.n_bins,
+            "backfilled": s["backfilled"], "refused": s["refused"], "evaluations": s["evaluations"],
+            "mean_predicted_delay": s["risk_sum"] / s["backfilled"] if s["backfilled"] else None,
+            "head_delay_checked": s["checked"], "head_delayed": s["delayed"],
+            "head_delayed_share": s["delayed"] / s["checked"] if s["checked"] else None,
+            "calibration_jobs": len(ll),
+            "mean_loglik": float(ll.mean()) if len(ll) else None,
+            "impossible_share": float(np.mean([z for _, z in self._loglik])) if len(ll) else None,
+            "condition_time": s["condition_time"], "outlooks": s["outlooks"], "screened": s["screened"],
+            "mean_events": s["events"] / s["outlooks"] if s["outlooks"] else None,
+        }
+        extra = getattr(self.distribution, "report", None)
+        if callable(extra):
+            out["probabilistic"]["model"] = extra()
+        return out

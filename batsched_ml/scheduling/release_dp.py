@@ -1,0 +1,316 @@
+"""Algorithm 2 of Nissimov & Feitelson: the probability that backfilling delays the head job.
+
+``ReleaseOutlook`` holds, for one scheduling pass, the running jobs' termination
+events (time, job, P(job ended by then)) in time order and computes lazily, after
+each distinct event time ``t_g``,
+
+    D_g(r) = M_t[n][c_q] - M_t[n][c_q + r] = P(c_q <= c(t_g) < c_q + r)
+
+where ``c(t)`` is the number of cores the running jobs have released by ``t``,
+``c_q`` the cores the head job still lacks and ``r`` a candidate's size. The
+paper's recursion ``M[n][c] = M[n-1][c] + (M[n-1][c-c_n] - M[n-1][c]) P_t[n]``
+is run on the probability mass function of ``c(t)``, one running job at a time,
+vectorised with numpy over every event time of a chunk and every core count at
+once; counts above ``c_q + max r`` are never needed, so the vectors stop there,
+and counts are taken in units of the gcd of the running jobs' sizes (8 cores on
+SDSC-BLUE). States are only recorded once *all* events of a time are applied
+(several jobs ending at the same instant release their cores together: this is
+what makes point masses everywhere exactly EASY).
+
+A candidate with runtime-bin probabilities ``q_j`` ending at ``T_j`` is refused
+when ``sum_j q_j max_{t_g < T_j} D_g(r) >= tau`` (and is positive: with tau = 0
+exactly the jobs that cannot delay the head are backfilled), with both of the
+paper's early exits (the partial sum already reaches tau; or it will, since the
+running max can only grow).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MIN_CHUNK = 32  # event times computed at once (grows geometrically with what candidates need)
+# the event-by-event form when jobs x needed counts exceed this many times all counts (measured crossover)
+EVENT_PATH_FACTOR = 4
+EVENT_PATH_MIN_JOBS = 40
+
+
+class ReleaseOutlook:
+    def __init__(self, times, jobs, cum, cores, missing: int, sizes):
+        """``times``/``jobs``/``cum``: one entry per termination event, sorted by time (stable);
+        ``cum`` is P(job ``jobs[e]`` ended by ``times[e]``), reaching exactly 1 at its last event.
+        ``cores[i]``: cores of running job i; ``missing`` = c_q >= 1; ``sizes``: candidate sizes."""
+        times = np.asarray(times, dtype=np.float64)
+        jobs = np.asarray(jobs, dtype=np.int64)
+        n = len(cores)
+        new = np.empty(len(times), dtype=bool)  # times are sorted: distinct ones start a group
+        if len(times):
+            new[0] = True
+            np.not_equal(times[1:], times[:-1], out=new[1:])
+        group = np.cumsum(new) - 1
+        self.times = times[new]
+        self._events = (jobs, np.asarray(cum, dtype=np.float64), group)
+        prob = np.zeros((n, len(self.times)))
+        prob[jobs, group] = cum
+        self.prob = np.maximum.accumulate(prob, axis=1) if prob.size else prob  # P(i ended by t_g)
+        cores = np.asarray(cores, dtype=np.int64)
+        self.unit = int(np.gcd.reduce(cores)) if n else 1
+        self.units = cores // self.unit
+        self.missing = int(missing)
+        self.sizes = sorted(set(int(s) for s in sizes))
+        self.column = {s: k for k, s in enumerate(self.sizes)}
+        unit = self.unit
+        self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
+        self.hi = np.array([(self.missing + s - 1) // unit for s in self.sizes], dtype=np.int64)  # ... < c_q + r
+        self.width = max(int(self.hi.max()) if self.sizes else 0, self.lo) + 1
+        self.done = 0  # event times computed so far
+        self.runmax = np.zeros((len(self.times), len(self.sizes)))  # max over t_h <= t_g of D_h(r)
+        # Two ways to the same numbers: per running job over every event time at once (few jobs),
+        # or per event over the full distribution of released cores (many jobs on a big machine)
+        total = int(self.units.sum()) if n else 0
+        self.by_events = n * self.width > EVENT_PATH_FACTOR * (total + 1) and n > EVENT_PATH_MIN_JOBS
+        self._state = None  # by_events: (pmf over 0..total units, next event, P of each job)
+
+    def _compute(self, a: int, b: int) -> None:
+        """D for event times [a, b), then the running max."""
+        if self.by_events:
+            self._compute_by_events(a, b)
+            return
+        width, prob = self.width, self.prob
+        pmf = np.zeros((b - a, width))
+        pmf[:, 0] = 1.0
+        for i, u in enumerate(self.units.tolist()):
+            p = prob[i, a:b]
+            if p[-1] == 0.0:
+                continue  # not ended by any of these times
+            if u >= width:
+                pmf *= (1.0 - p)[:, None]  # its release overshoots every count we need
+            elif p[0] == 1.0:
+                pmf[:, u:] = pmf[:, :width - u].copy()  # surely ended: a pure shift
+                pmf[:, :u] = 0.0
+            else:
+                moved = pmf[:, :width - u] * p[:, None]
+                pmf *= (1.0 - p)[:, None]
+                pmf[:, u:] += moved
+        self._record(pmf, a, b)
+
+    def _compute_by_events(self, a: int, b: int) -> None:
+        """The event-by-event form of the paper (O(events x cores)): the distribution of released
+        units is kept whole; an event moves one job's P(ended) from p to p', i.e. multiplies the
+        generating function by (1 - p' + p' z^u) / (1 - p + p z^u), a first-order recursion over
+        blocks of u counts run forward when p < 1/2 and backward otherwise (both stable)."""
+        from scipy.signal import lfilter
+
+        jobs, cum, group = self._events
+        if self._state is None:
+            size = int(self.units.sum()) + 1
+            pmf = np.zeros(size)
+            pmf[0] = 1.0
+            self._state = (pmf, 0, np.zeros(len(self.units)))
+        pmf, e, current = self._state
+        size = len(pmf)
+        rows = np.empty((b - a, self.width))
+        units = self.units
+        n_events = len(jobs)
+        for g in range(a, b):
+            while e < n_events and group[e] == g:
+                i = int(jobs[e])
+                u = int(units[i])
+                p_old, p_new = float(current[i]), float(cum[e])
+                current[i] = p_new
+                e += 1
+                if p_old == 0.0:
+                    moved = pmf[:size - u] * p_new
+                    pmf *= 1.0 - p_new
+                    pmf[u:] += moved
+                    continue
+                m = -(-size // u)
+                buf = np.zeros(m * u)
+                buf[:size] = pmf
+                x = buf.reshape(m, u)
+                if p_old < 0.5:
+                    y = lfilter([1.0 - p_new, p_new], [1.0 - p_old, p_old], x, axis=0)
+                else:
+                    fir = np.zeros((m + 1, u))
+                    fir[:m] = (1.0 - p_new) * x
+                    fir[1:] += p_new * x
+                    y = lfilter([1.0], [p_old, 1.0 - p_old], fir[::-1], axis=0)[::-1][1:]
+                pmf = np.ascontiguousarray(y).reshape(-1)[:size]
+                np.maximum(pmf, 0.0, out=pmf)  # rounding
+            rows[g - a, :min(self.width, size)] = pmf[:self.width]
+            if size < self.width:
+                rows[g - a, size:] = 0.0
+        self._state = (pmf, e, current)
+        self._record(rows, a, b)
+
+    def _record(self, pmf: np.ndarray, a: int, b: int) -> None:
+        """D(r) from the distributions of released units at event times [a, b), then the running max."""
+        cdf = np.cumsum(pmf, axis=1)
+        below = cdf[:, self.lo - 1] if self.lo > 0 else 0.0
+        d = cdf[:, self.hi] - (below[:, None] if self.lo > 0 else 0.0)
+        d[:, self.hi < self.lo] = 0.0
+        np.maximum(d, 0.0, out=d)  # rounding
+        if a > 0:
+            d[0] = np.maximum(d[0], self.runmax[a - 1])
+        self.runmax[a:b] = np.maximum.accumulate(d, axis=0)
+        self.done = b
+
+    def _ensure(self, k: int) -> None:
+        if k > self.done:
+            self._compute(self.done, min(len(self.times), max(k, 2 * self.done, self.done + MIN_CHUNK)))
+
+    def risks(self, sizes, q, ends) -> np.ndarray:
+        """The risk of many candidates at once (no early exit): ``q``/``ends`` are (candidates,
+        bins) arrays padded with zero probabilities."""
+        idx = np.searchsorted(self.times, ends, side="left")
+        self._ensure(int(idx.max(initial=0)))
+        cols = np.array([self.column[int(s)] for s in sizes], dtype=np.int64)
+        runmax = np.vstack((np.zeros((1, len(self.sizes))), self.runmax))  # row 0: nothing before
+        return (q * runmax[idx, cols[:, None]]).sum(axis=1)
+
+    def risk(self, size: int, q, ends, tau: float) -> tuple[bool, float]:
+        """``(accepted, risk)`` of a candidate of ``size`` cores ending in bin j (probability
+        ``q[j]``) no later than ``ends[j]`` (non-decreasing). When refused early, ``risk`` is
+        the lower bound that reached ``tau``."""
+        col = self.column[int(size)]
+        runmax = self.runmax
+        idx = np.searchsorted(self.times, ends, side="left")  # event times strictly before each end
+        total, left = 0.0, 1.0
+        for qj, k in zip(np.asarray(q, dtype=np.float64).tolist(), idx.tolist()):
+            if k > 0:
+                self._ensure(k)
+                pmax = runmax[k - 1, col]
+            else:
+                pmax = 0.0
+            total += qj * pmax
+            left -= qj
+            bound = total + max(left, 0.0) * pmax  # pmax can only grow: the final sum reaches this
+            if bound >= tau and bound > 0.0:
+                return False, bound
+        return True, total
+
+
+
+
+class RunningTerminations:
+    """The running jobs' possible termination events, kept in time order between passes.
+
+    Each job is registered once, when it starts, with its distribution conditioned on its
+    walltime only: per positive bin, its mass, its end (relative to the start; the last one
+    capped at the walltime) and its lower edge. At a pass, Algorithm 1's conditioning on the
+    elapsed time only removes the bins already over and the log-uniform part of the current
+    one, then renormalises, so ``snapshot`` needs no per-job work beyond a few vector
+    operations over the remaining events. A job whose predicted bins are all past is a point mass
+    at its walltime; one that outlived its walltime (Batsim's kill is
+    on its way) releases its cores right after now.
+    """
+
+    def __init__(self, grace: float):
+        self.grace = grace
+        self._ids: dict = {}  # job -> registration number (increasing: ties in time go by start order)
+        self._info: dict = {}  # registration number -> (cores, start, start + walltime, total mass)
+        self._next = 0
+        empty = np.zeros(0)
+        # every event, sorted by (time, registration): end, owner, mass, relative end, lower edge, cumulative mass
+        self._ev = (empty, np.zeros(0, dtype=np.int64), empty, empty, empty, empty)
+        self._built = None
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, job, start: float, upper: float, masses, ends, lows) -> None:
+        """``upper``: the longest the job can run (its walltime)."""
+        masses = np.asarray(masses, dtype=np.float64)
+        ends = np.asarray(ends, dtype=np.float64)
+        oid = self._next
+        self._next += 1
+        cum = np.cumsum(masses)
+        self._ids[job] = oid
+        self._info[oid] = (job.res, start, start + upper, float(cum[-1]))
+        new = (start + ends, np.full(len(ends), oid, dtype=np.int64), masses, ends,
+               np.asarray(lows, dtype=np.float64), cum)
+        merged = [np.concatenate((old, values)) for old, values in zip(self._ev, new)]
+        order = np.argsort(merged[0], kind="stable")  # equal times: the job started later goes after
+        self._ev = tuple(column[order] for column in merged)
+        self._built = None
+
+    def discard(self, job) -> None:
+        oid = self._ids.pop(job, None)
+        if oid is None:
+            return
+        del self._info[oid]
+        keep = self._ev[1] != oid
+        self._ev = tuple(column[keep] for column in self._ev)
+        self._built = None
+
+    def _build(self):
+        """Per-job arrays (job slot = rank of its registration) and the events' owner slots."""
+        ids = np.fromiter(self._info, dtype=np.int64, count=len(self._info))
+        info = np.array(list(self._info.values()), dtype=np.float64).reshape(len(ids), 4)
+        cores = info[:, 0].astype(np.int64)
+        end, oid, mass, rel_end, rel_lo, cum = self._ev
+        self._built = (cores, info[:, 1], info[:, 2], info[:, 3], end, np.searchsorted(ids, oid), mass, rel_end,
+                       rel_lo, cum)
+        return self._built
+
+    def earliest_release(self, now: float, missing: int) -> float:
+        """The earliest time at which the running jobs can have released ``missing`` cores
+        (each job's first possible end after now); infinity if they cannot. A candidate that
+        surely ends by then cannot delay the head: no outlook is needed for it."""
+        built = self._built or self._build()
+        cores, limits, end, owner = built[0], built[2], built[4], built[5]
+        n = len(cores)
+        if n == 0:
+            return math.inf
+        k = int(np.searchsorted(end, now, side="right"))
+        first = np.where(limits > now, limits, now + self.grace)  # no bin left: at the walltime
+        rest_owner = owner[k:]
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[rest_owner[::-1]] = np.arange(len(rest_owner) - 1, -1, -1)  # events are in time order
+        alive = pos >= 0
+        first[alive] = end[k:][pos[alive]]  # else its first remaining bin end
+        order = np.argsort(first, kind="stable")
+        reached = np.searchsorted(np.cumsum(cores[order]), missing, side="left")
+        return float(first[order[reached]]) if reached < n else math.inf
+
+    def snapshot(self, now: float):
+        """``(times, owners, cum, cores)`` of the events after ``now``, for :class:`ReleaseOutlook`."""
+        built = self._built or self._build()
+        cores, starts, limits, totals, end, owner, mass, rel_end, rel_lo, cum = built
+        n = len(cores)
+        k = int(np.searchsorted(end, now, side="right"))
+        end, owner, mass, rel_end, rel_lo, cum = end[k:], owner[k:], mass[k:], rel_end[k:], rel_lo[k:], cum[k:]
+        # first remaining event of each job: the bin holding its elapsed time
+        first = np.full(n, -1, dtype=np.int64)
+        first[owner[::-1]] = np.arange(len(owner) - 1, -1, -1)
+        alive = first >= 0
+        f = first[alive]
+        elapsed = now - starts[alive]
+        lo, hi = rel_lo[f], rel_end[f]
+        cut = lo < elapsed
+        keep = mass[f].copy()
+        keep[cut] *= (np.log(hi[cut]) - np.log(elapsed[cut])) / (np.log(hi[cut]) - np.log(lo[cut]))
+        base = np.zeros(n)
+        base[alive] = cum[f] - keep
+        total = np.ones(n)
+        total[alive] = totals[alive] - base[alive]
+        empty = alive & ~(total > 0)  # elapsed time within rounding of its last bin's end
+        if empty.any():
+            alive &= ~empty
+            total[empty] = 1.0
+            kept = ~empty[owner]
+            end, owner, cum = end[kept], owner[kept], cum[kept]
+        p = (cum - base[owner]) / total[owner]
+        lastpos = np.full(n, -1, dtype=np.int64)
+        lastpos[owner] = np.arange(len(owner))
+        p[lastpos[alive]] = 1.0  # each job's last event: surely ended by then
+        gone = np.flatnonzero(~alive)
+        if len(gone):  # predicted bins all past: at the walltime, or right after now if over it
+            at = limits[gone]
+            end = np.concatenate((np.where(at > now, at, now + self.grace), end))
+            owner = np.concatenate((gone, owner))
+            p = np.concatenate((np.ones(len(gone)), p))
+            order = np.lexsort((owner, end))
+            end, owner, p = end[order], owner[order], p[order]
+        return end, owner, p, cores

@@ -1,0 +1,354 @@
+"""Probabilistic backfilling (Nissimov & Feitelson): bins, Algorithm 1, the DP of Algorithm 2,
+the distribution plugins and the scheduler end to end."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from batsched_ml.cli import main as cli_main
+from batsched_ml.core.job import Job
+from batsched_ml.distributions import RuntimeBins
+from batsched_ml.distributions.hmm import HMMDistribution
+from batsched_ml.distributions.user import UserDistribution
+from batsched_ml.plugins import available
+from batsched_ml.runner import build_scheduler, simulate
+from batsched_ml.scheduling.release_dp import ReleaseOutlook
+
+DATA = Path(__file__).resolve().parent / "data"
+TINY = (DATA / "platform-16.xml", DATA / "tiny.json.gz")
+
+
+def make_job(seq=1, walltime=1000.0, res=1, user=1, subtime=0.0):
+    return Job(id=f"w0!{seq}", workload="w0", name=str(seq), subtime=subtime, walltime=walltime, res=res,
+               profile="p", data={"user": user}, submission_time=subtime, seq=seq)
+
+
+# ------------------------------------------------------------------ bins and Algorithm 1
+def test_bins_are_logarithmic_from_one_second():
+    bins = RuntimeBins(1.8, 1000.0)
+    assert bins.edges[0] == 1.0
+    np.testing.assert_allclose(bins.hi / bins.lo, 1.8)
+    assert bins.edges[-1] >= 1000.0 > bins.edges[-2]
+    assert bins.index(0.2) == 0 and bins.index(1.0) == 0 and bins.index(1.8) == 1
+    assert bins.index(1e9) == len(bins) - 1
+
+
+def test_conditioning_cuts_below_elapsed_and_above_walltime_log_uniformly():
+    bins = RuntimeBins(2.0, 64.0)  # bins [1,2) [2,4) [4,8) [8,16) [16,32) [32,64)
+    p = np.full((1, 6), 1 / 6)
+    new, ok = bins.condition(p, [6.0], [20.0])
+    assert ok[0]
+    # [4,8) keeps log(8/6)/log 2 of its mass, [8,16) all, [16,32) log(20/16)/log 2, the rest none
+    expected = np.array([0, 0, math.log2(8 / 6), 1.0, math.log2(20 / 16), 0])
+    np.testing.assert_allclose(new[0], expected / expected.sum())
+    # all the mass below the elapsed time: nothing left (the scheduler then uses a point mass)
+    only_low = np.array([[1.0, 0, 0, 0, 0, 0]])
+    new, ok = bins.condition(only_low, [3.0], [20.0])
+    assert not ok[0] and new.sum() == 0
+
+
+# ------------------------------------------------------------------ the DP (Algorithm 2)
+def brute_force_risk(cores, bin_probs, bin_ends, missing, size, q, ends) -> float:
+    """sum_j q_j max_{t < ends_j} P(missing <= c(t) < missing + size), enumerating every
+    combination of the running jobs' end bins."""
+    times = sorted({t for row in bin_ends for t in row})
+    prob_range = {}
+    for t in times:
+        total = 0.0
+        for combo in itertools.product(*[range(len(row)) for row in bin_probs]):
+            w = math.prod(bin_probs[i][j] for i, j in enumerate(combo))
+            released = sum(c for c, row, j in zip(cores, bin_ends, combo) if row[j] <= t)
+            if missing <= released < missing + size:
+                total += w
+        prob_range[t] = total
+    risk = 0.0
+    for qj, end in zip(q, ends):
+        before = [prob_range[t] for t in times if t < end]
+        risk += qj * (max(before) if before else 0.0)
+    return risk
+
+
+def outlook_for(cores, bin_probs, bin_ends, missing, sizes):
+    times, owners, cums = [], [], []
+    for i, (probs, ends) in enumerate(zip(bin_probs, bin_ends)):
+        cum = np.cumsum(probs)
+        cum[-1] = 1.0
+        times += list(ends)
+        owners += [i] * len(ends)
+        cums += list(cum)
+    order = np.lexsort((owners, times))
+    return ReleaseOutlook(np.array(times)[order], np.array(owners)[order], np.array(cums)[order], cores,
+                          missing, sizes)
+
+
+def random_case(rng, n_jobs):
+    cores = rng.integers(1, 6, n_jobs).tolist()
+    bin_probs, bin_ends = [], []
+    for _ in range(n_jobs):
+        k = int(rng.integers(1, 4))
+        p = rng.random(k)
+        bin_probs.append((p / p.sum()).tolist())
+        # coarse times so that several jobs often end at the same instant
+        bin_ends.append(sorted(rng.choice(np.arange(1, 9), size=k, replace=False).astype(float).tolist()))
+    busy = sum(cores)
+    missing = int(rng.integers(1, busy + 1))
+    sizes = sorted(set(rng.integers(1, 8, 3).tolist()))
+    return cores, bin_probs, bin_ends, missing, sizes
+
+
+@pytest.mark.parametrize("by_events", [False, True], ids=["per-job", "per-event"])
+@pytest.mark.parametrize("seed", range(40))
+def test_dp_matches_brute_force_enumeration(seed, by_events):
+    rng = np.random.default_rng(seed)
+    cores, bin_probs, bin_ends, missing, sizes = random_case(rng, int(rng.integers(3, 6)))
+    outlook = outlook_for(cores, bin_probs, bin_ends, missing, sizes)
+    outlook.by_events = by_events  # both forms of the DP (chosen by size in real passes)
+    for size in sizes:
+        k = int(rng.integers(1, 4))
+        q = rng.random(k)
+        q /= q.sum()
+        ends = np.sort(rng.choice(np.arange(1, 10), size=k, replace=False)).astype(float)
+        expected = brute_force_risk(cores, bin_probs, bin_ends, missing, size, q, ends)
+        accepted, risk = outlook.risk(size, q, ends, tau=2.0)  # no early exit
+        assert accepted
+        assert risk == pytest.approx(expected, abs=1e-12)
+        # the batch form (every candidate of a pass at once), padded with zero probabilities
+        padded_q, padded_ends = np.append(q, 0.0)[None, :], np.append(ends, 0.5)[None, :]
+        assert outlook.risks([size], padded_q, padded_ends)[0] == pytest.approx(expected, abs=1e-12)
+        # with a threshold: refused exactly when the risk reaches it (early exits included)
+        for tau in (0.0, 0.05, 0.3):
+            ok, _ = outlook.risk(size, q, ends, tau=tau)
+            assert ok == (expected < tau - 1e-12 or expected == 0.0) or abs(expected - tau) < 1e-9
+
+
+@pytest.mark.parametrize("by_events", [False, True])
+def test_dp_works_in_units_of_the_common_core_count(by_events):
+    cores, probs, ends = [8, 16, 8], [[0.5, 0.5], [1.0], [0.2, 0.8]], [[2.0, 5.0], [4.0], [1.0, 6.0]]
+    outlook = outlook_for(cores, probs, ends, 12, [8, 4, 20])
+    outlook.by_events = by_events
+    assert outlook.unit == 8
+    for size in (8, 4, 20):
+        expected = brute_force_risk(cores, probs, ends, 12, size, [1.0], [7.0])
+        assert outlook.risk(size, [1.0], [7.0], tau=2.0)[1] == pytest.approx(expected, abs=1e-12)
+
+
+def test_simultaneous_ends_release_together():
+    # two 2-core jobs ending together: the head (missing 2) and a 2-core candidate both fit then
+    outlook = outlook_for([2, 2], [[1.0], [1.0]], [[5.0], [5.0]], 2, [2])
+    assert outlook.risk(2, [1.0], [10.0], tau=0.0) == (True, 0.0)
+    # with one of them alone released at 5, the candidate would delay the head
+    outlook = outlook_for([2, 2], [[1.0], [1.0]], [[5.0], [7.0]], 2, [2])
+    assert outlook.risk(2, [1.0], [10.0], tau=0.5) == (False, 1.0)
+    assert outlook.risk(2, [1.0], [5.0], tau=0.0) == (True, 0.0)  # ends exactly when the cores come
+
+
+def test_tau_zero_refuses_any_positive_risk():
+    outlook = outlook_for([1, 1], [[1e-6, 1 - 1e-6], [1.0]], [[1.0, 50.0], [60.0]], 1, [1])
+    accepted, risk = outlook.risk(1, [1.0], [10.0], tau=0.0)
+    assert not accepted and risk == pytest.approx(1e-6)
+    assert outlook.risk(1, [1.0], [10.0], tau=0.05)[0]
+
+
+# ------------------------------------------------------------------ distributions
+def test_user_distribution_mixes_the_user_history_with_the_prior():
+    d = UserDistribution(window=2, prior_weight=1.0)
+    j = make_job(user=1)
+    assert d.predict_proba([j]).sum() == 0  # no history: point mass at the walltime
+    for runtime in (3.0, 3.0, 100.0):
+        d.partial_fit(make_job(user=1), runtime)
+    d.partial_fit(make_job(user=2), 1000.0)
+    p = d.predict_proba([j])[0]
+    assert p.sum() == pytest.approx(1.0)
+    bins = d.bins_
+    # window 2: the user's last two runtimes (3 and 100) + one pseudo-job of everyone's four
+    assert p[bins.index(3.0)] == pytest.approx((1 + 0.5) / 3)
+    assert p[bins.index(100.0)] == pytest.approx((1 + 0.25) / 3)
+    assert p[bins.index(1000.0)] == pytest.approx(0.25 / 3)
+    assert d.predict_proba([make_job(user=9)]).sum() == 0
+    assert UserDistribution(unknown_user="prior").fit([make_job(user=2)], [10.0]).predict_proba(
+        [make_job(user=9)]).sum() == pytest.approx(1.0)
+
+
+def _regime_jobs(n_days=10, seed=0):
+    """Jobs whose runtimes switch between a short and a long regime every few hours."""
+    rng = np.random.default_rng(seed)
+    jobs, runtimes, t = [], [], 0.0
+    for i in range(n_days * 96):
+        t = i * 900.0 + 10
+        long = (i // 16) % 2 == 1
+        for k in range(3):
+            jobs.append(make_job(seq=len(jobs) + 1, subtime=t + k, walltime=1e5))
+            runtimes.append(float(rng.uniform(5000, 20000) if long else rng.uniform(2, 30)))
+    return jobs, runtimes
+
+
+@pytest.mark.parametrize("mode", ["mixture", "map"])
+def test_hmm_learns_after_a_week_and_tracks_the_regime(mode):
+    jobs, runtimes = _regime_jobs()
+    d = HMMDistribution(n_states=4, mode=mode, check_every=3600.0)
+    bins = d.bins_
+    short_bins = bins.index(30.0) + 1
+    seen_model = False
+    hits = 0
+    scored = 0
+    for job, runtime in zip(jobs, runtimes):
+        p = d.predict_proba([job], job.subtime)[0]
+        if job.subtime < 604800:
+            assert p.sum() == 0  # a week of history first
+        elif p.sum() > 0:
+            seen_model = True
+            assert p.sum() == pytest.approx(1.0)
+            scored += 1
+            hits += (p[:short_bins].sum() > 0.5) == (runtime <= 30)
+        # short jobs are known at once, long ones later
+        d.partial_fit(job, runtime, job.subtime + min(runtime, 60.0))
+    assert seen_model and d.report()["relearns"] >= 1
+    assert hits / scored > 0.8  # the filter follows the regime switches
+
+
+def test_plugins_are_listed():
+    dists = available("distributions")
+    assert {"hmm", "user", "forest", "walltime"} <= set(dists)
+    assert "probabilistic" in available("schedulers")
+
+
+# ------------------------------------------------------------------ the scheduler
+def _busy_excerpt() -> dict:
+    """The bundled 200-job KTH excerpt, submissions 10x closer together (a queue forms)."""
+    from batsched_ml.workloads import read_swf, swf_to_workload
+
+    workload, _ = swf_to_workload(read_swf(DATA / "kth-excerpt.swf"))
+    for job in workload["jobs"]:
+        job["subtime"] *= 0.1
+    return workload
+
+
+BUSY = _busy_excerpt()
+
+
+def _run(tmp_path, name, workload=None, **kwargs):
+    sched = build_scheduler(**kwargs)
+    if workload is None:
+        result, _ = simulate(BUSY["nb_res"], BUSY, sched, prefix=tmp_path / name)
+    else:
+        result, _ = simulate(*workload, sched, prefix=tmp_path / name)
+    return Path(result.jobs_csv).read_bytes(), sched
+
+
+@pytest.mark.parametrize("workload", [None, TINY])
+def test_point_masses_everywhere_are_exactly_easy(tmp_path, workload):
+    easy, _ = _run(tmp_path, "easy", workload, scheduler="easy")
+    for rescan in ("always", "changes"):
+        prob, sched = _run(tmp_path, f"p-{rescan}", workload, scheduler="probabilistic", distribution="walltime",
+                           rescan=rescan)
+        assert prob == easy
+    assert sched.report()["probabilistic"]["backfilled"] > 0
+
+
+def test_point_masses_are_easy_on_kth5k(shared, tmp_path):
+    golden = shared / "golden"
+    runs = {}
+    for name, kwargs in {"easy": dict(scheduler="easy"),
+                         "prob": dict(scheduler="probabilistic", distribution="walltime")}.items():
+        result, _ = simulate(golden / "platform-100.xml", golden / "KTH-5k.json.gz", build_scheduler(**kwargs),
+                             prefix=tmp_path / name)
+        runs[name] = Path(result.jobs_csv).read_bytes()
+    assert runs["prob"] == runs["easy"]
+
+
+def test_distributions_change_decisions_and_are_deterministic(tmp_path):
+    easy, _ = _run(tmp_path, "easy", scheduler="easy")
+    a, sched = _run(tmp_path, "a", scheduler="probabilistic", distribution="user", distribution_window=5)
+    b, _ = _run(tmp_path, "b", scheduler="probabilistic", distribution="user", distribution_window=5)
+    assert a == b
+    rep = sched.report()["probabilistic"]
+    assert rep["calibration_jobs"] > 0 and rep["mean_loglik"] <= 0
+    assert rep["backfilled"] + rep["refused"] == rep["evaluations"]
+    assert a != easy  # the user distributions backfill differently on this workload
+
+
+def test_tau_zero_backfills_only_riskless_jobs(tmp_path):
+    _, sched = _run(tmp_path, "t0", scheduler="probabilistic", distribution="user", tau=0.0)
+    rep = sched.report()["probabilistic"]
+    assert rep["backfilled"] > 0 and rep["mean_predicted_delay"] == 0.0
+
+
+def test_bad_options_are_one_line_errors(capsys):
+    platform, workload = TINY
+    base = ["simulate", "-p", str(platform), "-w", str(workload), "--scheduler", "probabilistic"]
+    assert cli_main(base + ["-o", "tau=2"]) == 2
+    assert "tau" in capsys.readouterr().err
+    assert cli_main(base + ["--distribution", "nope"]) == 2
+    assert "unknown distribution 'nope'" in capsys.readouterr().err
+    assert cli_main(["simulate", "-p", str(platform), "-w", str(workload), "--distribution", "user"]) == 2
+
+
+def test_cli_json_reports_the_probabilistic_decisions(tmp_path, capsys):
+    platform, workload = TINY
+    code = cli_main(["simulate", "-p", str(platform), "-w", str(workload), "--scheduler", "probabilistic",
+                     "--distribution", "user", "-o", "tau=0.1", "-o", "distribution_window=3",
+                     "-e", str(tmp_path / "o"), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    rep = out["scheduler"]["probabilistic"]
+    assert rep["tau"] == 0.1 and rep["distribution"] == "user" and rep["distribution_params"]["window"] == 3
+    assert "geomean_wait_10s" in out["metrics"]
+
+
+def test_paper_geometric_mean_floors_waits_at_ten_seconds():
+    from batsched_ml.analysis.metrics import geomean_wait_floor
+
+    assert geomean_wait_floor([0.0, 0.0]) == pytest.approx(10.0)
+    assert geomean_wait_floor([0.0, 1000.0]) == pytest.approx(100.0)
+    assert geomean_wait_floor([4.0, 40.0], w_min=4.0) == pytest.approx(math.sqrt(160.0))
+
+
+def test_serve_gives_the_embedded_schedule(tmp_path):
+    """The same decision core behind ZeroMQ: ``serve`` driven like Batsim gives the embedded run's schedule."""
+    import socket
+    import threading
+
+    from batsched_ml.server.peer import run_connected
+    from batsched_ml.server.serve import run_server
+    from batsched_ml.workloads.loader import write_workload
+
+    workload = tmp_path / "busy.json"
+    write_workload(BUSY, workload)
+    platform = DATA / "platform-100.xml"
+    options = dict(scheduler="probabilistic", distribution="user", distribution_window=5)
+    inproc, _ = simulate(platform, workload, build_scheduler(**options), prefix=tmp_path / "inproc",
+                         dynamic_jobs=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    ready, code = threading.Event(), []
+    thread = threading.Thread(target=lambda: code.append(run_server(build_scheduler(**options), endpoint,
+                                                                    timeout=60.0, ready=ready)), daemon=True)
+    thread.start()
+    assert ready.wait(30)
+    remote = run_connected(platform, workload, endpoint, tmp_path / "remote", timeout=60.0, dynamic_jobs=True)
+    thread.join(60)
+    assert code == [0]
+    assert Path(remote.jobs_csv).read_bytes() == Path(inproc.jobs_csv).read_bytes()
+
+
+def test_forest_distribution_trains_weekly():
+    from batsched_ml.distributions.forest import ForestDistribution
+
+    jobs, runtimes = _regime_jobs(n_days=9)
+    d = ForestDistribution(n_estimators=5, max_depth=6)
+    probas = []
+    for job, runtime in zip(jobs, runtimes):
+        p = d.predict_proba([job], job.subtime)[0]
+        probas.append(p)
+        if job.subtime < 604800:
+            assert p.sum() == 0  # trained at the first week boundary
+        d.partial_fit(job, runtime, job.subtime + 1.0)
+    assert d.trainings_ >= 1
+    assert probas[-1].sum() == pytest.approx(1.0)
