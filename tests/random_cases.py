@@ -1,0 +1,190 @@
+"""Random workloads and scheduler configurations (hypothesis strategies), and one checked run.
+
+Shared by ``tests/test_properties.py`` (a few hundred examples in CI) and
+``benchmarks/property_campaign.py`` (tens of thousands). The configuration space is
+discovered, not listed: every plugin of ``plugins.available`` and every choice of the
+CLI's scheduler flags, so a new scheduler, policy or flag value is tested without
+editing this file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import strategies as st
+from threadpoolctl import threadpool_limits
+
+from batsched_ml.analysis.checker import IDLE_SLACK, check_run
+from batsched_ml.cli import build_parser
+from batsched_ml.core.scheduler import SchedulingError
+from batsched_ml.plugins import available, load
+from batsched_ml.protocol.codec import encode
+from batsched_ml.protocol.events import Message
+from batsched_ml.core.decision_core import DecisionCore
+from batsched_ml.runner import build_scheduler, in_process, load_inputs
+from batsched_ml.scheduling.reserving import ProfileScheduler
+from batsched_ml.simulator.engine import BATSIM_LATENCY, NO_LATENCY, SimulationError, Simulator
+
+LATENCIES = {"batsim": BATSIM_LATENCY, "exact": NO_LATENCY}
+EXACT_SLACK = 1e-5  # exact instants: a job starts the instant it can (CSV dates are to the microsecond)
+
+
+def cli_choices(flag: str) -> list:
+    """The choices of a scheduler flag of ``batsched-ml simulate`` (e.g. ``--reservations``)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return list(sub.choices["simulate"]._option_string_actions[flag].choices)
+
+
+SCHEDULERS = list(available("schedulers"))
+POLICIES = list(available("policies"))
+PREDICTORS = list(available("predictors"))
+CORRECTIONS = list(available("corrections"))
+CLASSIFIERS = list(available("classifiers"))
+RESERVATIONS = cli_choices("--reservations")
+BACKFILL_ORDERS = cli_choices("--backfill-order")
+TIMINGS = cli_choices("--correction-timing")
+
+# Dates that have bitten before: float slices (issue 13), exact multiples, a week boundary.
+AWKWARD = [0.0, 1.0, 60.0, 579.871839913691, 600.0, 1000.5, 1024.1399999999999, 1024.14, 3600.0]
+
+times = st.one_of(st.sampled_from(AWKWARD), st.integers(0, 4000).map(float),
+                  st.floats(0, 4000, allow_nan=False, allow_infinity=False))
+durations = st.one_of(st.sampled_from([1.0, 10.0, 600.0, 1000.5, 1024.1399999999999, 3600.0]),
+                      st.integers(1, 4000).map(float), st.floats(1e-3, 4000, allow_nan=False))
+
+
+@st.composite
+def workloads(draw, max_jobs: int = 12, max_cores: int = 8) -> dict:
+    """A Batsim workload: identical instants, jobs ending before, exactly at and after their
+    walltime, jobs without walltime or larger than the machine, shared profiles."""
+    nb_res = draw(st.integers(1, max_cores))
+    instants = draw(st.lists(times, min_size=1, max_size=4))
+    jobs, profiles = [], {}
+    for i in range(draw(st.integers(1, max_jobs))):
+        subtime = draw(st.one_of(st.sampled_from(instants), times))
+        res = draw(st.integers(1, nb_res))
+        if draw(st.integers(0, 19)) == 0:
+            res = nb_res + draw(st.integers(1, 3))  # rejected: larger than the machine
+        walltime = draw(durations)
+        shape = draw(st.sampled_from(["under", "exact", "over", "just-over", "just-under", "free", "zero"]))
+        delay = {"under": lambda: walltime * draw(st.floats(0.01, 0.99)),
+                 "exact": lambda: walltime,
+                 "over": lambda: walltime * draw(st.floats(1.01, 3.0)),
+                 "just-over": lambda: walltime + draw(st.sampled_from([1e-6, 1e-3, 0.5])),
+                 "just-under": lambda: max(walltime - draw(st.sampled_from([1e-6, 1e-3, 0.5])), 0.0),
+                 "free": lambda: draw(durations),
+                 "zero": lambda: 0.0}[shape]()
+        name = f"d{delay!r}"
+        profiles[name] = {"type": "delay", "delay": delay}
+        job = {"id": i, "subtime": subtime, "res": res, "profile": name, "user": draw(st.integers(0, 2))}
+        if draw(st.integers(0, 24)) != 0:  # mostly with a walltime; some without (or -1)
+            job["walltime"] = walltime
+        elif draw(st.booleans()):
+            job["walltime"] = -1
+        jobs.append(job)
+    return {"nb_res": nb_res, "jobs": jobs, "profiles": profiles}
+
+
+@st.composite
+def configurations(draw) -> dict:
+    """Keyword arguments of ``runner.build_scheduler`` plus ``latency`` (a key of LATENCIES)."""
+    scheduler = draw(st.sampled_from(SCHEDULERS))
+    config = {
+        "scheduler": scheduler,
+        "policy": draw(st.sampled_from(POLICIES)),
+        "reservations": draw(st.sampled_from(RESERVATIONS)),
+        "backfill_order": draw(st.sampled_from(BACKFILL_ORDERS)),
+        "starvation_threshold": draw(st.one_of(st.none(), st.sampled_from([0.0, 1.0, 60.0, 1000.0]),
+                                               st.floats(0, 5000))),
+        "predictor": draw(st.one_of(st.none(), st.sampled_from(PREDICTORS))),
+        "correction": draw(st.one_of(st.none(), st.sampled_from(CORRECTIONS))),
+        "correction_timing": draw(st.sampled_from(TIMINGS)),
+        "classifier": draw(st.one_of(st.none(), st.sampled_from(CLASSIFIERS))),
+        "latency": draw(st.sampled_from(sorted(LATENCIES))),
+    }
+    if issubclass(load("schedulers", scheduler), ProfileScheduler) and draw(st.booleans()):
+        config["rjms_delay"] = draw(st.sampled_from([0.0, 5.0, 0.5]))
+    if config["classifier"] is not None:
+        config["kill_false_small"] = draw(st.booleans())
+        # weeks short enough for these workloads to retrain, small models to keep runs fast
+        config["period"] = draw(st.sampled_from([100.0, 600.0, 1000.5, 604800.0]))
+        config["unix_start_time"] = 0
+        config["history"] = draw(st.sampled_from(["all", "previous-weeks"]))
+        config["divider_window"] = draw(st.sampled_from(["week", "all"]))
+        params = inspect.signature(load("classifiers", config["classifier"])).parameters
+        for name, value in (("n_estimators", 3), ("max_iter", 5), ("max_samples", None)):
+            if name in params:
+                config[name] = value
+        if "small_threshold" in params:
+            config["small_threshold"] = draw(st.sampled_from([0.35, 0.5]))
+    return config
+
+
+def command_line(config: dict) -> str:
+    """The ``batsched-ml simulate`` flags of a configuration (for failure reports)."""
+    flags = []
+    for key, value in config.items():
+        if key == "latency" or value is None or value is False:
+            continue
+        if key in ("scheduler", "policy", "reservations", "backfill_order", "starvation_threshold",
+                   "predictor", "correction", "correction_timing", "classifier"):
+            flags.append(f"--{key.replace('_', '-')} {value}")
+        elif value is True:
+            flags.append(f"--{key.replace('_', '-')}")
+        else:
+            flags.append(f"-o {key}={json.dumps(value)}")
+    return " ".join(flags) + ("" if config["latency"] == "batsim" else "  (exact instants: NO_LATENCY)")
+
+
+def run_once(workload: dict, config: dict, prefix: Path):
+    """Run one configuration in the embedded simulator (as ``runner.simulate`` does, with the
+    messages recorded); returns (violations as text, bytes that two runs must share)."""
+    options = dict(config)
+    latency = LATENCIES[options.pop("latency")]
+    scheduler = build_scheduler(**options)
+    core = DecisionCore(scheduler)
+    exchange = in_process(core)
+    transcript = []
+
+    def recording(now, events):
+        reply_now, decisions = exchange(now, events)
+        transcript.append(encode(Message(now, list(events))))
+        transcript.append(encode(Message(reply_now, list(decisions))))
+        return reply_now, decisions
+
+    nb_hosts, names, loaded = load_inputs(workload["nb_res"], workload)
+    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=scheduler.may_requeue, latency=latency)
+    problems = []
+    try:
+        sim.run(recording, prefix=str(prefix))
+    except (SimulationError, SchedulingError) as exc:
+        problems.append(f"simulation error: {type(exc).__name__}: {exc}")
+    jobs_csv = Path(f"{prefix}_jobs.csv")
+    output = b""
+    if jobs_csv.exists():
+        slack = IDLE_SLACK if latency is BATSIM_LATENCY else EXACT_SLACK
+        problems += [str(v) for v in check_run(jobs_csv, [workload], workload["nb_res"],
+                                                 rejected=dict(core.rejected), idle_slack=slack)]
+        output = jobs_csv.read_bytes()
+    return problems, output + b"\n".join(transcript)
+
+
+def check_case(workload: dict, config: dict) -> list[str]:
+    """Run twice; every violation of the checker, and any difference between the two runs.
+    (One OpenMP thread: on a busy machine, fitting a tiny gradient-boosting model with the
+    default thread pool takes ~1 s instead of 30 ms.)"""
+    with threadpool_limits(1), tempfile.TemporaryDirectory() as tmp:
+        problems, first = run_once(workload, config, Path(tmp) / "a")
+        _, second = run_once(workload, config, Path(tmp) / "b")
+    if first != second:
+        problems.append("not deterministic: two runs gave different outputs")
+    return problems
+
+
+def describe(workload: dict, config: dict, problems: list) -> str:
+    return (f"{len(problems)} problem(s):\n  " + "\n  ".join(problems[:10])
+            + f"\nflags: {command_line(config)}\nworkload: {json.dumps(workload)}")

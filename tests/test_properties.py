@@ -1,0 +1,100 @@
+"""Property-based tests (issue 13): random workloads x random scheduler configurations.
+
+For every scheduler, policy, reservation model, backfill order, starvation threshold,
+predictor, correction, classifier, with and without kills, under Batsim's latencies and
+with exact instants, the independent checker (``analysis/checker.py``) must find nothing:
+every job ends exactly once, no core overlap, no start before submission, no job waiting on
+an idle machine, and two runs give byte-identical outputs (jobs CSV and every message).
+CI runs a fixed set of examples (``derandomize``); ``benchmarks/property_campaign.py`` runs
+tens of thousands.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from random_cases import check_case, configurations, describe, workloads
+
+from batsched_ml.analysis.checker import check_run
+
+CI_SETTINGS = settings(max_examples=250, deadline=None, derandomize=True, database=None,
+                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@CI_SETTINGS
+@given(workload=workloads(), config=configurations())
+def test_every_configuration_gives_a_valid_deterministic_schedule(workload, config):
+    problems = check_case(workload, config)
+    assert not problems, describe(workload, config, problems)
+
+
+# ----------------------------------------------------------------- the checker itself
+HEADER = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,"
+          "success,final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,"
+          "stretch,allocated_resources,consumed_energy,metadata")
+
+
+def _csv(tmp_path, rows):
+    """A jobs CSV from (id, sub, res, walltime, state, start, exec, alloc) tuples."""
+    lines = [HEADER]
+    for jid, sub, res, wall, state, start, run, alloc in rows:
+        if start is None:
+            lines.append(f"{jid},w0,p,{sub:f},{res},{wall:f},0,{state},,,,,,,,,\"\"")
+        else:
+            ok = int(state == "COMPLETED_SUCCESSFULLY")
+            lines.append(f"{jid},w0,p,{sub:f},{res},{wall:f},{ok},{state},{start:f},{run:f},{start + run:f},"
+                         f"{start - sub:f},{start + run - sub:f},1.0,{alloc},-1.000000,\"\"")
+    path = tmp_path / "o_jobs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _kinds(violations):
+    return sorted({v.kind for v in violations})
+
+
+WORKLOAD = {"nb_res": 2, "profiles": {"p": {"type": "delay", "delay": 10.0}},
+            "jobs": [{"id": 1, "subtime": 0, "res": 1, "walltime": 20, "profile": "p"},
+                     {"id": 2, "subtime": 0, "res": 1, "walltime": 20, "profile": "p"}]}
+
+
+def test_checker_accepts_a_valid_run(tmp_path):
+    path = _csv(tmp_path, [(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"),
+                           (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 10, 10, "0")])
+    assert check_run(path, [WORKLOAD], 2, idle_slack=0) == []
+
+
+@pytest.mark.parametrize("rows, kinds", [
+    # job 2 never ran: lost at the end, and it waited on an idle machine
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"), (2, 0, 1, 20, "SUBMITTED", None, 0, "")],
+     ["idle-wait", "never-ended"]),
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0")], ["missing"]),
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"), (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 5, 10, "0")],
+     ["overlap"]),
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"), (2, 3, 1, 20, "COMPLETED_SUCCESSFULLY", 2, 10, "1")],
+     ["early-start"]),
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0-1"), (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 10, 10, "5")],
+     ["alloc"]),
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 12, "0"), (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "1")],
+     ["runtime"]),
+    # killed and never requeued; a requeue of job 2 after a completed attempt
+    ([(1, 0, 1, 20, "COMPLETED_KILLED", 0, 4, "0"), (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "1"),
+      ("2#1", 10, 1, 20, "COMPLETED_SUCCESSFULLY", 10, 10, "1")],
+     ["attempts", "killed-not-requeued"]),
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"), (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "1"),
+      (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 10, 10, "1")],
+     ["duplicate"]),
+    # the machine idles from 10 to 30 while job 2 waits
+    ([(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"), (2, 0, 2, 20, "COMPLETED_SUCCESSFULLY", 30, 10, "0-1")],
+     ["idle-wait"]),
+])
+def test_checker_finds_each_kind_of_violation(tmp_path, rows, kinds):
+    assert _kinds(check_run(_csv(tmp_path, rows), [WORKLOAD], 2, idle_slack=1.0)) == kinds
+
+
+def test_checker_accepts_kill_and_requeue_and_wants_rejection_reasons(tmp_path):
+    path = _csv(tmp_path, [(1, 0, 1, 20, "COMPLETED_KILLED", 0, 4, "0"),
+                           ("1#1", 4, 1, 20, "COMPLETED_SUCCESSFULLY", 4, 10, "0"),
+                           (2, 0, 1, 20, "REJECTED", None, 0, "")])
+    assert check_run(path, [WORKLOAD], 2, rejected={"w0!2": "too big"}) == []
+    assert _kinds(check_run(path, [WORKLOAD], 2, rejected={})) == ["no-reason"]
