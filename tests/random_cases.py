@@ -173,16 +173,20 @@ def run_once(workload: dict, config: dict, prefix: Path):
     return problems, output + b"\n".join(transcript)
 
 
-def check_case(workload: dict, config: dict) -> list[str]:
-    """Run twice; every violation of the checker, and any difference between the two runs.
-    (One OpenMP thread: on a busy machine, fitting a tiny gradient-boosting model with the
-    default thread pool takes ~1 s instead of 30 ms.)"""
+def run_twice(workload: dict, config: dict) -> tuple[list[str], bytes]:
+    """Run twice: every violation of the checker and any difference between the two runs,
+    and the first run's output bytes. (One OpenMP thread: on a busy machine, fitting a tiny
+    gradient-boosting model with the default thread pool takes ~1 s instead of 30 ms.)"""
     with threadpool_limits(1), tempfile.TemporaryDirectory() as tmp:
         problems, first = run_once(workload, config, Path(tmp) / "a")
         _, second = run_once(workload, config, Path(tmp) / "b")
     if first != second:
         problems.append("not deterministic: two runs gave different outputs")
-    return problems
+    return problems, first
+
+
+def check_case(workload: dict, config: dict) -> list[str]:
+    return run_twice(workload, config)[0]
 
 
 def describe(workload: dict, config: dict, problems: list) -> str:

@@ -11,11 +11,14 @@ tens of thousands.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from random_cases import check_case, configurations, describe, workloads
 
-from batsched_ml.analysis.checker import check_run
+from batsched_ml.analysis.checker import check_files, check_run
+from batsched_ml.cli import main
 
 CI_SETTINGS = settings(max_examples=250, deadline=None, derandomize=True, database=None,
                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -98,3 +101,25 @@ def test_checker_accepts_kill_and_requeue_and_wants_rejection_reasons(tmp_path):
                            (2, 0, 1, 20, "REJECTED", None, 0, "")])
     assert check_run(path, [WORKLOAD], 2, rejected={"w0!2": "too big"}) == []
     assert _kinds(check_run(path, [WORKLOAD], 2, rejected={})) == ["no-reason"]
+
+
+@pytest.mark.parametrize("variant", ["easy", "conservative"])
+def test_checker_accepts_real_batsims_runs(shared, variant):
+    """Batsim 4.2.1 + batsched on KTH-5k: the checker's rules (runtimes, latency slack) are Batsim's."""
+    golden = shared / "golden"
+    violations = check_files(golden / "outputs" / f"KTH-5k.{variant}_jobs.csv.gz", [golden / "KTH-5k.json.gz"],
+                             nb_cores=100)
+    assert violations == []
+
+
+def test_check_command_exit_codes(tmp_path, capsys):
+    good = _csv(tmp_path, [(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"),
+                           (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "1")])
+    workload = tmp_path / "w.json"
+    workload.write_text(json.dumps(WORKLOAD))
+    assert main(["check", str(good), "-w", str(workload), "--nb-cores", "2"]) == 0
+    assert "no violation" in capsys.readouterr().out
+    bad = _csv(tmp_path, [(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0")])
+    assert main(["check", str(bad), "-w", str(workload), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == [
+        {"kind": "missing", "job": "w0!2", "message": "in the workload but not in the output"}]
