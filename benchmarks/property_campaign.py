@@ -4,7 +4,7 @@ Same strategies and checks as ``tests/test_properties.py`` (``tests/random_cases
 example is run twice and checked by ``analysis/checker.py``. By default the first failure
 stops the campaign and hypothesis shrinks it to a minimal workload, printed with its flags.
 ``--collect`` records every failure instead (one JSON line each) and goes on.
-``--digests FILE`` writes one output digest per example: run the campaign twice with
+``--digests FILE`` writes one line per example (number, input digest, output digest): run the campaign twice with
 different ``PYTHONHASHSEED`` values and compare the files to check determinism across
 processes (set iteration order, hashing), which two runs in one process cannot see.
 
@@ -52,7 +52,8 @@ def main(argv=None) -> int:
         count[0] += 1
         problems, output = run_twice(workload, config)
         if digests is not None:
-            digests.write(f"{count[0]} {hashlib.sha256(output).hexdigest()}\n")
+            example = json.dumps([workload, config], sort_keys=True).encode()
+            digests.write(f"{count[0]} {_digest(example)} {_digest(output)}\n")
         if count[0] % 500 == 0:
             print(f"{count[0]} examples, {failures[0]} failing, {time.perf_counter() - started:.0f} s",
                   file=sys.stderr, flush=True)
@@ -74,6 +75,10 @@ def main(argv=None) -> int:
     print(json.dumps({"examples": count[0], "failing": failures[0], "seed": args.seed,
                       "seconds": round(elapsed, 1)}))
     return status
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import sklearn.ensemble  # noqa: F401 - loads OpenMP now, so that threadpool_limits below reaches it
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
