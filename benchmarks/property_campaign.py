@@ -19,6 +19,7 @@ import json
 import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -40,6 +41,7 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")  # numeric warnings of degenerate random inputs; the checker decides
 
     count, failures, started = [0], [0], time.perf_counter()
+    seen = Counter()  # what the examples exercised
     collect = open(args.collect, "w") if args.collect else None
     digests = open(args.digests, "w") if args.digests else None
     phases = [Phase.explicit, Phase.generate] + ([] if collect else [Phase.shrink])
@@ -51,6 +53,7 @@ def main(argv=None) -> int:
     def campaign(workload, config):
         count[0] += 1
         problems, output = run_twice(workload, config)
+        _tally(seen, config, output)
         if digests is not None:
             example = json.dumps([workload, config], sort_keys=True).encode()
             digests.write(f"{count[0]} {_digest(example)} {_digest(output)}\n")
@@ -73,8 +76,23 @@ def main(argv=None) -> int:
         status = 1
     elapsed = time.perf_counter() - started
     print(json.dumps({"examples": count[0], "failing": failures[0], "seed": args.seed,
-                      "seconds": round(elapsed, 1)}))
+                      "seconds": round(elapsed, 1), "exercised": dict(sorted(seen.items()))}))
     return status
+
+
+EXERCISED = {"kill": b'"KILL_JOB"', "requeue": b'"REGISTER_JOB"', "walltime-reached": b"COMPLETED_WALLTIME_REACHED",
+             "rejection": b'"REJECT_JOB"', "call-me-later": b'"CALL_ME_LATER"'}
+
+
+def _tally(seen: Counter, config: dict, output: bytes) -> None:
+    seen[f"scheduler={config['scheduler']}"] += 1
+    seen[f"latency={config['latency']}"] += 1
+    for option in ("predictor", "correction", "classifier", "starvation_threshold"):
+        if config.get(option) is not None:
+            seen[f"with {option}"] += 1
+    for name, marker in EXERCISED.items():
+        if marker in output:
+            seen[f"runs with {name}"] += 1
 
 
 def _digest(data: bytes) -> str:

@@ -61,7 +61,8 @@ durations = st.one_of(st.sampled_from([1.0, 10.0, 600.0, 1000.5, 1024.1399999999
 @st.composite
 def workloads(draw, max_jobs: int = 12, max_cores: int = 8) -> dict:
     """A Batsim workload: identical instants, jobs ending before, exactly at and after their
-    walltime, jobs without walltime or larger than the machine, shared profiles."""
+    walltime, jobs without walltime or larger than the machine, shared profiles; sometimes
+    split in two workloads (the second under ``"more"``, see :func:`workload_list`)."""
     nb_res = draw(st.integers(1, max_cores))
     instants = draw(st.lists(times, min_size=1, max_size=4))
     jobs, profiles = [], {}
@@ -87,13 +88,25 @@ def workloads(draw, max_jobs: int = 12, max_cores: int = 8) -> dict:
         elif draw(st.booleans()):
             job["walltime"] = -1
         jobs.append(job)
-    return {"nb_res": nb_res, "jobs": jobs, "profiles": profiles}
+    workload = {"nb_res": nb_res, "jobs": jobs, "profiles": profiles}
+    if len(jobs) > 1 and draw(st.integers(0, 7)) == 0:
+        # a second workload (w1) with every other job: two submitters, same job names
+        workload["jobs"] = jobs[::2]
+        workload["more"] = [{"nb_res": nb_res, "jobs": jobs[1::2], "profiles": profiles}]
+    return workload
+
+
+def workload_list(workload: dict) -> list:
+    """The workloads of a drawn example, in order (``w0``, ``w1``...)."""
+    first = {k: v for k, v in workload.items() if k != "more"}
+    return [first] + workload.get("more", [])
 
 
 @st.composite
-def configurations(draw) -> dict:
-    """Keyword arguments of ``runner.build_scheduler`` plus ``latency`` (a key of LATENCIES)."""
-    scheduler = draw(st.sampled_from(SCHEDULERS))
+def configurations(draw, schedulers=None) -> dict:
+    """Keyword arguments of ``runner.build_scheduler`` plus ``latency`` (a key of LATENCIES);
+    the scheduler among ``schedulers`` (default: every one)."""
+    scheduler = draw(st.sampled_from(schedulers or SCHEDULERS))
     config = {
         "scheduler": scheduler,
         "policy": draw(st.sampled_from(POLICIES)),
@@ -101,10 +114,10 @@ def configurations(draw) -> dict:
         "backfill_order": draw(st.sampled_from(BACKFILL_ORDERS)),
         "starvation_threshold": draw(st.one_of(st.none(), st.sampled_from([0.0, 1.0, 60.0, 1000.0]),
                                                st.floats(0, 5000))),
-        "predictor": draw(st.one_of(st.none(), st.sampled_from(PREDICTORS))),
-        "correction": draw(st.one_of(st.none(), st.sampled_from(CORRECTIONS))),
+        "predictor": draw(st.sampled_from([None] + PREDICTORS)),
+        "correction": draw(st.sampled_from([None] + CORRECTIONS)),
         "correction_timing": draw(st.sampled_from(TIMINGS)),
-        "classifier": draw(st.one_of(st.none(), st.sampled_from(CLASSIFIERS))),
+        "classifier": draw(st.sampled_from([None, None] + CLASSIFIERS)),
         "latency": draw(st.sampled_from(sorted(LATENCIES))),
     }
     if issubclass(load("schedulers", scheduler), ProfileScheduler) and draw(st.booleans()):
@@ -157,7 +170,8 @@ def run_once(workload: dict, config: dict, prefix: Path):
         transcript.append(encode(Message(reply_now, list(decisions))))
         return reply_now, decisions
 
-    nb_hosts, names, loaded = load_inputs(workload["nb_res"], workload)
+    workloads = workload_list(workload)
+    nb_hosts, names, loaded = load_inputs(workload["nb_res"], workloads)
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=scheduler.may_requeue, latency=latency)
     problems = []
     try:
@@ -168,7 +182,7 @@ def run_once(workload: dict, config: dict, prefix: Path):
     output = b""
     if jobs_csv.exists():
         slack = IDLE_SLACK if latency is BATSIM_LATENCY else EXACT_SLACK
-        problems += [str(v) for v in check_run(jobs_csv, [workload], workload["nb_res"],
+        problems += [str(v) for v in check_run(jobs_csv, workloads, workload["nb_res"],
                                                  rejected=dict(core.rejected), idle_slack=slack)]
         output = jobs_csv.read_bytes()
     return problems, output + b"\n".join(transcript)

@@ -15,20 +15,26 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from random_cases import check_case, configurations, describe, workloads
+from random_cases import SCHEDULERS, check_case, configurations, describe, workloads
 
 from batsched_ml.analysis.checker import check_files, check_run
 from batsched_ml.cli import main
 
-CI_SETTINGS = settings(max_examples=250, deadline=None, derandomize=True, database=None,
+CI_SETTINGS = settings(max_examples=90, deadline=None, derandomize=True, database=None,
                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@CI_SETTINGS
-@given(workload=workloads(), config=configurations())
-def test_every_configuration_gives_a_valid_deterministic_schedule(workload, config):
-    problems = check_case(workload, config)
-    assert not problems, describe(workload, config, problems)
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_every_configuration_gives_a_valid_deterministic_schedule(scheduler):
+    """90 examples per scheduler (with or without classification, every other option drawn)."""
+
+    @CI_SETTINGS
+    @given(workload=workloads(), config=configurations([scheduler]))
+    def check(workload, config):
+        problems = check_case(workload, config)
+        assert not problems, describe(workload, config, problems)
+
+    check()
 
 
 # ----------------------------------------------------------------- the checker itself
