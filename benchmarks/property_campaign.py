@@ -34,11 +34,16 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-jobs", type=int, default=16)
     parser.add_argument("--max-cores", type=int, default=8)
+    parser.add_argument("--scheduler", action="append", default=None, help="only these schedulers (repeatable)")
     parser.add_argument("--collect", default=None, metavar="FILE.jsonl",
                         help="record every failure here and go on (no shrinking)")
+    parser.add_argument("--replay", default=None, metavar="FILE.jsonl",
+                        help="re-check the failures a --collect run recorded, then exit")
     parser.add_argument("--digests", default=None, metavar="FILE", help="one output digest per example")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # numeric warnings of degenerate random inputs; the checker decides
+    if args.replay:
+        return replay(args.replay)
 
     count, failures, started = [0], [0], time.perf_counter()
     seen = Counter()  # what the examples exercised
@@ -49,10 +54,15 @@ def main(argv=None) -> int:
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, phases=phases, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(workload=workloads(max_jobs=args.max_jobs, max_cores=args.max_cores), config=configurations())
+    @given(workload=workloads(max_jobs=args.max_jobs, max_cores=args.max_cores), config=configurations(args.scheduler))
     def campaign(workload, config):
         count[0] += 1
-        problems, output = run_twice(workload, config)
+        try:
+            problems, output = run_twice(workload, config)
+        except Exception as exc:  # noqa: BLE001 - a crash is a failure like any other
+            if collect is None:
+                raise
+            problems, output = [f"crash: {type(exc).__name__}: {exc}"], b""
         _tally(seen, config, output)
         if digests is not None:
             example = json.dumps([workload, config], sort_keys=True).encode()
@@ -78,6 +88,21 @@ def main(argv=None) -> int:
     print(json.dumps({"examples": count[0], "failing": failures[0], "seed": args.seed,
                       "seconds": round(elapsed, 1), "exercised": dict(sorted(seen.items()))}))
     return status
+
+
+def replay(path) -> int:
+    """Re-run recorded failures: how many still fail (e.g. after a fix)."""
+    still = total = 0
+    with open(path) as f:
+        for line in f:
+            record = json.loads(line)
+            total += 1
+            problems, _ = run_twice(record["workload"], record["config"])
+            if problems:
+                still += 1
+                print(describe(record["workload"], record["config"], problems)[:2000], "\n")
+    print(json.dumps({"replayed": total, "still_failing": still}))
+    return 1 if still else 0
 
 
 EXERCISED = {"kill": b'"KILL_JOB"', "requeue": b'"REGISTER_JOB"', "walltime-reached": b"COMPLETED_WALLTIME_REACHED",
