@@ -154,7 +154,8 @@ def cmd_check(args) -> int:
         from .workloads import read_platform
 
         nb_cores = read_platform(args.platform).nb_hosts
-    violations = check_files(args.jobs_csv, args.workload, nb_cores, idle_slack=args.idle_slack)
+    violations = check_files(args.jobs_csv, args.workload, nb_cores, idle_slack=args.idle_slack,
+                             fcfs_head=args.fcfs_head)
     if args.json:
         print(json.dumps([{"kind": v.kind, "job": v.job, "message": v.message} for v in violations]))
     else:
@@ -241,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nb-cores", type=int, default=None, help="machine size, instead of --platform")
     p.add_argument("--idle-slack", type=float, default=1.0, metavar="SECONDS",
                    help="how long a job may wait on a fully idle machine (message latencies; default 1)")
+    p.add_argument("--fcfs-head", action="store_true",
+                   help="also require the first job in submission order to start once it fits (needs the "
+                   "machine size; for fcfs/easy runs with --policy fcfs)")
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
     p.set_defaults(func=cmd_check)
 

@@ -154,6 +154,18 @@ def command_line(config: dict) -> str:
     return " ".join(flags) + ("" if config["latency"] == "batsim" else "  (exact instants: NO_LATENCY)")
 
 
+# Schedulers that start the head of their queue whenever it fits. Not conservative: its
+# compression re-places jobs one at a time in queue order while later jobs keep their
+# reservations (batsched's, and Mu'alem & Feitelson's), so the head may wait with free cores.
+HEAD_FIRST = {"fcfs", "easy"}
+
+
+def fcfs_ordered(config: dict) -> bool:
+    """The queue is in submission order (starving jobs move to the head oldest first: the
+    same order) and the scheduler starts its head whenever it fits."""
+    return config["scheduler"] in HEAD_FIRST and config["policy"] == "fcfs" and config.get("classifier") is None
+
+
 def run_once(workload: dict, config: dict, prefix: Path):
     """Run one configuration in the embedded simulator (as ``runner.simulate`` does, with the
     messages recorded); returns (violations as text, bytes that two runs must share)."""
@@ -183,7 +195,8 @@ def run_once(workload: dict, config: dict, prefix: Path):
     if jobs_csv.exists():
         slack = IDLE_SLACK if latency is BATSIM_LATENCY else EXACT_SLACK
         problems += [str(v) for v in check_run(jobs_csv, workloads, workload["nb_res"],
-                                                 rejected=dict(core.rejected), idle_slack=slack)]
+                                                 rejected=dict(core.rejected), idle_slack=slack,
+                                                 fcfs_head=fcfs_ordered(config))]
         output = jobs_csv.read_bytes()
     return problems, output + b"\n".join(transcript)
 

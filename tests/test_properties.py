@@ -69,8 +69,8 @@ WORKLOAD = {"nb_res": 2, "profiles": {"p": {"type": "delay", "delay": 10.0}},
 
 def test_checker_accepts_a_valid_run(tmp_path):
     path = _csv(tmp_path, [(1, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "0"),
-                           (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 10, 10, "0")])
-    assert check_run(path, [WORKLOAD], 2, idle_slack=0) == []
+                           (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 0, 10, "1")])
+    assert check_run(path, [WORKLOAD], 2, idle_slack=0, fcfs_head=True) == []
 
 
 @pytest.mark.parametrize("rows, kinds", [
@@ -99,6 +99,19 @@ def test_checker_accepts_a_valid_run(tmp_path):
 ])
 def test_checker_finds_each_kind_of_violation(tmp_path, rows, kinds):
     assert _kinds(check_run(_csv(tmp_path, rows), [WORKLOAD], 2, idle_slack=1.0)) == kinds
+
+
+def test_checker_finds_a_head_job_left_waiting_on_a_partly_busy_machine(tmp_path):
+    """Job 2 (first in line, 1 core) waits from 0 to 30 although core 1 is free from 0."""
+    path = _csv(tmp_path, [(1, 0, 1, 40, "COMPLETED_SUCCESSFULLY", 0, 40, "0"),
+                           (2, 0, 1, 20, "COMPLETED_SUCCESSFULLY", 30, 10, "1")])
+    assert check_run(path, None, 2) == []  # not idle: only the FCFS head rule sees it
+    violations = check_run(path, None, 2, fcfs_head=True)
+    assert [(v.kind, v.job) for v in violations] == [("head-wait", "w0!2")]
+    # a head that does not fit (2 cores while 1 is busy) may wait
+    path = _csv(tmp_path, [(1, 0, 1, 40, "COMPLETED_SUCCESSFULLY", 0, 40, "0"),
+                           (2, 0, 2, 20, "COMPLETED_SUCCESSFULLY", 40, 10, "0-1")])
+    assert check_run(path, None, 2, fcfs_head=True) == []
 
 
 def test_checker_accepts_kill_and_requeue_and_wants_rejection_reasons(tmp_path):

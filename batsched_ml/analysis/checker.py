@@ -15,7 +15,13 @@ simulator, real Batsim and any scheduler alike. :func:`check_run` returns a list
 * ``runtime``: an execution time that its delay profile and walltime do not explain;
 * ``idle-wait``: a job waited while the whole machine stood idle for longer than
   ``idle_slack`` seconds (Batsim's message latencies explain a few milliseconds): a startable
-  job left waiting, the signature of a scheduler that forgot to revisit its queue.
+  job left waiting, the signature of a scheduler that forgot to revisit its queue;
+* ``head-wait`` (only with ``fcfs_head=True``, for runs of a scheduler that starts the head of
+  its queue as soon as it fits -- strict FCFS, EASY -- with the queue in submission order: the
+  ``fcfs`` policy, no classification): the first waiting job in submission order waited while
+  enough cores were free for longer than ``idle_slack``: a job left waiting on a partly busy
+  machine. (Conservative backfilling may keep its head waiting with free cores: compression
+  re-places one job at a time while later jobs keep their reservations. Real batsched does.)
 
 Times in the CSV are printed to the microsecond, so comparisons allow ``tolerance``.
 """
@@ -27,6 +33,8 @@ import heapq
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from sortedcontainers import SortedList
 
 from ..protocol.codec import parse_alloc
 from .metrics import JobsTable, read_jobs_csv
@@ -63,7 +71,8 @@ class _Attempt:
 
 
 def check_run(jobs, workloads=None, nb_cores: int | None = None, *, rejected=None,
-              idle_slack: float = IDLE_SLACK, tolerance: float = TOLERANCE) -> list[Violation]:
+              idle_slack: float = IDLE_SLACK, tolerance: float = TOLERANCE,
+              fcfs_head: bool = False) -> list[Violation]:
     """Violations of the run described by ``jobs`` (a jobs CSV path or a :class:`JobsTable`).
 
     ``workloads``: ``{name: workload dict}`` or a list of workload dicts (named ``w0``, ``w1``...
@@ -84,6 +93,8 @@ def check_run(jobs, workloads=None, nb_cores: int | None = None, *, rejected=Non
     masks = _check_allocations(ran, nb_cores, out)
     idle = _check_overlaps(ran, masks, tolerance, out)
     _check_idle_waits(attempts, idle, idle_slack, out)
+    if fcfs_head and nb_cores is not None:
+        _check_head_waits(attempts, nb_cores, idle_slack, out)
     return out
 
 
@@ -236,6 +247,48 @@ def _check_idle_waits(attempts: list, idle: list, slack: float, out: list) -> No
                 out.append(Violation("idle-wait", a.id, f"waited on an idle machine from {gap_lo:f} to {until}"))
                 break
             k += 1
+
+
+def _check_head_waits(attempts: list, nb_cores: int, slack: float, out: list) -> None:
+    """Sweep the run's dates: while the earliest-submitted waiting jobs (those within ``slack``
+    of the earliest: Batsim's arrival order among them is not in the CSV) all fit in the free
+    cores, the head is startable; it must not stay so for longer than ``slack``."""
+    waiting = [a for a in attempts if a.state != "REJECTED"]
+    events = []  # (date, order, kind, attempt): ends (0) before submissions (1) before starts (2)
+    for a in waiting:
+        events.append((a.submission, 1, id(a), a))
+        if not math.isnan(a.start):
+            events.append((a.start, 2, id(a), a))
+            events.append((a.finish, 0, id(a), a))
+    events.sort(key=lambda e: e[:3])
+    queue = SortedList(key=lambda a: (a.submission, a.id))
+    busy, since, reported = 0, None, set()
+    for k, (date, kind, _, a) in enumerate(events):
+        if kind == 0:
+            busy -= a.res
+        elif kind == 1:
+            queue.add(a)
+        else:
+            queue.discard(a)
+            busy += a.res
+        if k + 1 < len(events) and events[k + 1][0] == date:
+            continue  # the state between two dates is what counts
+        startable = False
+        if queue:
+            first = queue[0].submission
+            heads = list(queue.irange_key(max_key=(first + slack, "\uffff")))
+            startable = max(h.res for h in heads) <= nb_cores - busy
+        if not startable:
+            since = None
+            continue
+        if since is None:
+            since = date
+        following = events[k + 1][0] if k + 1 < len(events) else math.inf
+        if following - since > slack and heads[0].id not in reported:
+            reported.add(heads[0].id)
+            until = "the end" if math.isinf(following) else f"{following:f}"
+            out.append(Violation("head-wait", heads[0].id, f"first in submission order, it fitted in the "
+                                 f"{nb_cores - busy} free cores from {since:f} to {until} but waited"))
 
 
 def check_files(jobs_csv, workload_paths=(), nb_cores: int | None = None, **options) -> list[Violation]:
