@@ -35,6 +35,8 @@ def main(argv=None) -> int:
     parser.add_argument("--max-jobs", type=int, default=16)
     parser.add_argument("--max-cores", type=int, default=8)
     parser.add_argument("--scheduler", action="append", default=None, help="only these schedulers (repeatable)")
+    parser.add_argument("--policy", action="append", default=None, help="only these policies (repeatable)")
+    parser.add_argument("--no-classifier", action="store_true", help="never draw a classifier")
     parser.add_argument("--collect", default=None, metavar="FILE.jsonl",
                         help="record every failure here and go on (no shrinking)")
     parser.add_argument("--replay", default=None, metavar="FILE.jsonl",
@@ -54,7 +56,7 @@ def main(argv=None) -> int:
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, phases=phases, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(workload=workloads(max_jobs=args.max_jobs, max_cores=args.max_cores), config=configurations(args.scheduler))
+    @given(workload=workloads(max_jobs=args.max_jobs, max_cores=args.max_cores), config=configurations(args.scheduler, args.policy, not args.no_classifier))
     def campaign(workload, config):
         count[0] += 1
         try:

@@ -103,13 +103,14 @@ def workload_list(workload: dict) -> list:
 
 
 @st.composite
-def configurations(draw, schedulers=None) -> dict:
+def configurations(draw, schedulers=None, policies=None, classifiers=True) -> dict:
     """Keyword arguments of ``runner.build_scheduler`` plus ``latency`` (a key of LATENCIES);
-    the scheduler among ``schedulers`` (default: every one)."""
+    the scheduler among ``schedulers`` and the policy among ``policies`` (default: every one),
+    no classifier unless ``classifiers``."""
     scheduler = draw(st.sampled_from(schedulers or SCHEDULERS))
     config = {
         "scheduler": scheduler,
-        "policy": draw(st.sampled_from(POLICIES)),
+        "policy": draw(st.sampled_from(policies or POLICIES)),
         "reservations": draw(st.sampled_from(RESERVATIONS)),
         "backfill_order": draw(st.sampled_from(BACKFILL_ORDERS)),
         "starvation_threshold": draw(st.one_of(st.none(), st.sampled_from([0.0, 1.0, 60.0, 1000.0]),
@@ -117,7 +118,7 @@ def configurations(draw, schedulers=None) -> dict:
         "predictor": draw(st.sampled_from([None] + PREDICTORS)),
         "correction": draw(st.sampled_from([None] + CORRECTIONS)),
         "correction_timing": draw(st.sampled_from(TIMINGS)),
-        "classifier": draw(st.sampled_from([None, None] + CLASSIFIERS)),
+        "classifier": draw(st.sampled_from([None, None] + CLASSIFIERS)) if classifiers else None,
         "latency": draw(st.sampled_from(sorted(LATENCIES))),
     }
     if issubclass(load("schedulers", scheduler), ProfileScheduler) and draw(st.booleans()):
