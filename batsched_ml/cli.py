@@ -1,4 +1,4 @@
-"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plugins``."""
+"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plot | plugins | campaign``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import sys
 
 from . import __version__
+from . import validation as check
+from .validation import arg
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,19 +20,23 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
                    help="reservation model: count = textbook (papers), cores = batsched's (default count)")
     g.add_argument("--backfill-order", choices=("queue", "sjbf"), default="queue",
                    help="order in which backfilling tries jobs (default: the queue order)")
-    g.add_argument("--starvation-threshold", type=float, default=None, metavar="SECONDS",
-                   help="a job that waited longer than this moves to the head of the queue")
-    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, eloss)")
+    g.add_argument("--starvation-threshold", type=arg(check.starvation_threshold, "--starvation-threshold"),
+                   default=None, metavar="SECONDS",
+                   help="a job that waited longer than this moves to the head of the queue (>= 0; default: never)")
+    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, "
+                   "eloss; default: none, the estimate is the walltime)")
     g.add_argument("--correction", default=None, help="correction when a job outlives its estimate "
-                   "(requested, incremental, doubling)")
+                   "(requested, incremental, doubling; default: none)")
     g.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
                    help="when a correction takes effect: immediate (CALL_ME_LATER at the predicted end, "
                    "queue re-planned then; default) or next-event (at the next submission or completion, "
                    "as in Gaussier et al.'s simulator)")
-    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, ...)")
+    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, "
+                   "gradient-boosting, clairvoyant; default: none)")
     g.add_argument("--kill-false-small", action="store_true",
                    help="kill a job classified small at the divider and requeue it as large")
-    g.add_argument("--seed", type=int, default=0, help="seed of every random component (default 0)")
+    g.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0,
+                   help="seed of every random component (0 <= N < 2**32)")
     g.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
                    help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
 
@@ -41,87 +47,132 @@ def plugin_options(args) -> dict:
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"error: -o expects KEY=VALUE, got {item!r}")
+            raise check.ValidationError(f"-o expects KEY=VALUE, got {item!r}")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    from .options import FLAG_OF
+
+    for key in options:
+        if key in FLAG_OF:
+            raise check.ValidationError(f"-o {key}=...: {key} is set by {FLAG_OF[key]}, not by -o")
     return options
 
 
 def scheduler_from_args(args):
     """Build the scheduler object the flags describe (used by simulate and serve)."""
+    from .options import name_the_option
     from .runner import build_scheduler
 
-    return build_scheduler(
-        args.scheduler, policy=args.policy, reservations=args.reservations,
-        backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-        predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
-        classifier=args.classifier,
-        kill_false_small=args.kill_false_small, seed=args.seed, **plugin_options(args))
+    options = plugin_options(args)
+    with name_the_option(options):
+        return build_scheduler(
+            args.scheduler, policy=args.policy, reservations=args.reservations,
+            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
+            predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
+            classifier=args.classifier,
+            kill_false_small=args.kill_false_small, seed=args.seed, **options)
 
 
 # ------------------------------------------------------------------ commands
 def cmd_convert(args) -> int:
     from .workloads import convert_swf
 
-    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes)
+    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
+                         missing_walltime=args.missing_walltime)
     print(report)
     return 0
 
 
-def _progress_bar(enabled: bool):
-    if not enabled:
-        return None, None
-    from tqdm import tqdm
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
 
-    bar = tqdm(total=0, unit="job", desc="simulating", leave=False)
 
-    def update(done, total):
-        bar.total = total
-        bar.n = done
-        bar.refresh()
+def _interruptible():
+    """Turn SIGTERM into an exception during the run, so that the outputs get finished;
+    returns a function restoring the previous handler."""
+    import signal
 
-    return update, bar
+    def on_term(signum, frame):
+        raise _Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (tests, embedding): leave signals alone
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(exc) -> int:
+    partial = getattr(exc, "partial_outputs", None)
+    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
+    detail = f": {partial.describe()}" if partial is not None else ""
+    print(f"batsched-ml: {what}{detail}", file=sys.stderr)
+    return 130
 
 
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
+    from .progress import ProgressReporter
+    from .run_outputs import complete_report, rejection_summary, write_job_details, write_run_description
     from .runner import simulate
 
-    if args.connect:
-        from .server.peer import simulate_connected
+    _warn_deprecated_dynamic_jobs(args)
+    details, rejected = {}, []
+    progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+    restore = _interruptible()
+    try:
+        if args.connect:
+            from .server.peer import simulate_connected
 
-        result = simulate_connected(args)
-        report = {}
-    else:
-        scheduler = scheduler_from_args(args)
-        update, bar = _progress_bar(sys.stderr.isatty() and not args.json)
-        try:
-            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export, progress=update)
-        finally:
-            if bar is not None:
-                bar.close()
-        report = scheduler.report()
+            result = simulate_connected(args, progress=progress)
+            report = {}
+        else:
+            scheduler = scheduler_from_args(args)
+            details["run"] = write_run_description(args, args.export, plugin_options(args))
+            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs)
+            report = scheduler.report()
+            details.update(write_job_details(scheduler, args.export))
+            rejected = core.rejected
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
+    finally:
+        restore()
+        progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
+    report = complete_report(report, metrics)
+    files = {"jobs": result.jobs_csv, "schedule": result.schedule_csv, **details}
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
                                                    "jobs_csv": result.jobs_csv,
-                                                   "unfinished": result.unfinished}}
+                                                   "unfinished": result.unfinished},
+               "files": files}
         if report:
             out["scheduler"] = report
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print(format_metrics(metrics))
-        print(f"outputs: {result.jobs_csv}, {result.schedule_csv} ({result.wall_time:.2f} s)")
+        print(f"outputs: {', '.join(files.values())} ({result.wall_time:.2f} s)")
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
+    for line in rejection_summary(rejected):
+        print(line, file=sys.stderr)
+    if result.nb_jobs == 0:
+        print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
     if result.unfinished:
         print(f"warning: {len(result.unfinished)} jobs never ran (the scheduler left them waiting)",
               file=sys.stderr)
         return 3
     return 0
+
+
+def _warn_deprecated_dynamic_jobs(args) -> None:
+    if getattr(args, "dynamic_jobs", None) is False:
+        print("batsched-ml: warning: --no-dynamic-jobs is deprecated: dynamic jobs are off unless "
+              "--enable-dynamic-jobs is given, as in Batsim", file=sys.stderr)
 
 
 def cmd_serve(args) -> int:
@@ -141,7 +192,13 @@ def cmd_metrics(args) -> int:
 def cmd_plot(args) -> int:
     from .analysis.plots import plot_runs
 
-    plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
+    for w in caught:
+        print(f"batsched-ml: warning: {w.message}", file=sys.stderr)
     print(f"wrote {args.output}")
     return 0
 
@@ -166,18 +223,39 @@ def cmd_check(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from .plugins import GROUPS, available
+    from .options import describe_plugins
 
-    for kind in GROUPS:
-        print(f"{kind}:")
-        for name, target in available(kind).items():
-            print(f"  {name:<22} {target}")
+    for line in describe_plugins():
+        print(line)
     return 0
 
 
 # ------------------------------------------------------------------- parser
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default, unless its help already names one or there is none to show."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        shown = not (default is None or default is False or default == [] or default == argparse.SUPPRESS)
+        if "default" not in text and shown and action.option_strings and action.nargs != 0:
+            text += f" (default: {action.default})"
+        return text
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse with every usage error on one line (exit 2) and defaults in ``--help``."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="batsched-ml", description=__doc__)
+    parser = OneLineErrorParser(prog="batsched-ml", description=__doc__)
     parser.add_argument("--version", action="version", version=f"batsched-ml {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -185,39 +263,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="SWF file (plain or .gz)")
     p.add_argument("-w", "--workload", required=True, help="output Batsim JSON workload (.json or .json.gz)")
     p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML")
-    p.add_argument("--max-jobs", type=int, default=None, help="keep only the first N usable jobs")
-    p.add_argument("--nodes", type=int, default=None, help="machine size (default: the header's MaxProcs)")
+    p.add_argument("--max-jobs", type=arg(check.positive_int, "--max-jobs", integer=True), default=None,
+                   help="keep only the first N usable jobs (default: all)")
+    p.add_argument("--nodes", type=arg(check.positive_int, "--nodes", integer=True), default=None,
+                   help="machine size (default: the header's MaxProcs)")
+    p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
+                   help="walltime of a job without a requested time: its run time (default, as the golden "
+                   "files; backfilling then knows its run time exactly), the trace's largest requested "
+                   "time, or drop the job")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
     p.add_argument("-p", "--platform", required=True, help="SimGrid platform XML")
     p.add_argument("-w", "--workload", required=True, action="append", help="Batsim workload (repeatable)")
     p.add_argument("-e", "--export", default="out/out", help="output prefix (default out/out)")
-    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
+                   "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (by default: a bar on a terminal, else a status line on stderr every 30 s "
+                   "once a run lasts 5 s)")
     p.add_argument("--connect", default=None, metavar="ENDPOINT",
                    help="drive an external scheduler over ZeroMQ (REQ) like Batsim does, e.g. tcp://127.0.0.1:28000")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="with --connect: give up when the scheduler does not answer in time")
-    p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_false",
-                   help="with --connect: like Batsim without --enable-dynamic-jobs (for schedulers that "
-                        "never send NOTIFY registration_finished, e.g. pybatsim)")
+    p.add_argument("--enable-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=True, default=None,
+                   help="Batsim's flag: the scheduler may register jobs (REGISTER_JOB) and must then send "
+                        "NOTIFY registration_finished. Default: off with --connect, as in Batsim; in-process, "
+                        "on only when the scheduler requeues jobs")
+    p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
+                   help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("serve", help="serve scheduling decisions to a real Batsim over ZeroMQ (REP)")
     p.add_argument("-s", "--socket", default="tcp://127.0.0.1:28000", help="endpoint to bind")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
     p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("metrics", help="metrics of a Batsim jobs CSV (ours or real Batsim's)")
-    p.add_argument("jobs_csv")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--tau", type=float, action="append", default=None,
+    p.add_argument("jobs_csv", help="a Batsim jobs file (PREFIX_jobs.csv), written by simulate or by Batsim")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    p.add_argument("--tau", type=arg(check.tau, "--tau"), action="append", default=None,
                    help="bounded-slowdown threshold in seconds (repeatable; default 10 and 60)")
-    p.add_argument("--nb-cores", type=int, default=None, help="machine size, for utilisation")
+    p.add_argument("--nb-cores", type=arg(check.positive_int, "--nb-cores", integer=True), default=None,
+                   help="machine size, for utilisation (default: the largest core id used + 1)")
     p.set_defaults(func=cmd_metrics)
 
     p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
@@ -226,9 +318,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
                    help="cumbsld: cumulative bounded slowdown over time (Zrigui et al. Fig. 6, default); "
                    "wait-ecdf: distribution of waiting times")
-    p.add_argument("--tau", type=float, default=60.0, help="bounded-slowdown threshold for cumbsld (default 60)")
-    p.add_argument("--label", action="append", default=None, help="curve label, once per CSV (default: the prefix)")
-    p.add_argument("--title", default=None)
+    p.add_argument("--tau", type=arg(check.tau, "--tau"), default=60.0,
+                   help="bounded-slowdown threshold for cumbsld, in seconds (> 0)")
+    p.add_argument("--label", action="append", default=None,
+                   help="curve label, once per CSV (default: the run's scheduler/policy/predictor from "
+                   "PREFIX_run.json, else the prefix)")
+    p.add_argument("--title", default=None, help="figure title (default: none)")
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("check", help="check a run's jobs CSV (ours or real Batsim's): every job ends once, "
@@ -248,8 +343,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("plugins", help="list every plugin by kind")
+    p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)
+
+    from .campaign.cli import add_campaign_commands
+
+    add_campaign_commands(sub)
+    from .learning.cli import add_learning_commands
+
+    add_learning_commands(sub)
     return parser
 
 
@@ -263,8 +365,12 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except USER_ERRORS as exc:
-        print(f"batsched-ml: error: {exc}", file=sys.stderr)
+        partial = getattr(exc, "partial_outputs", None)
+        kept = f" ({partial.describe()})" if partial is not None else ""
+        print(f"batsched-ml: error: {exc}{kept}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,10 @@ BUILTINS = {
 }
 
 
+SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "predictor",
+            "corrections": "correction", "classifiers": "classifier"}
+
+
 class PluginError(LookupError):
     pass
 
@@ -69,7 +73,7 @@ def load(kind: str, name: str):
     """The class (or factory) registered as ``name`` for ``kind``."""
     plugins = available(kind)
     if name not in plugins:
-        raise PluginError(f"unknown {kind[:-1] if kind.endswith('s') else kind} {name!r}; "
+        raise PluginError(f"unknown {SINGULAR.get(kind, kind)} {name!r}; "
                           f"available: {', '.join(plugins) or 'none'}")
     module, _, attr = plugins[name].partition(":")
     obj = import_module(module)
@@ -79,4 +83,9 @@ def load(kind: str, name: str):
 
 
 def resolve_policy(name: str):
+    """A policy instance from its name, or from ``expr:FORMULA`` / ``learned:FILE.json[#k]``."""
+    if name.startswith(("expr:", "learned:")):
+        from .policies.expression import policy_from_spec
+
+        return policy_from_spec(name)
     return load("policies", name)()

@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from .core.decision_core import DecisionCore
+from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
 from .plugins import load
-from .simulator.engine import BATSIM_LATENCY, SimulationResult, Simulator
+from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, SimulationResult, Simulator
+from .validation import output_prefix
 from .workloads import load_workload, read_platform
 
 
@@ -23,6 +25,11 @@ def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations:
     ``classifier`` wraps the scheduler in small/large classification (see
     ``classifiers``), killing false-small jobs when ``kill_false_small``.
     """
+    from .options import check_option_keys
+    from .validation import seed as check_seed
+
+    seed = check_seed(seed)
+    check_option_keys(options, scheduler, predictor=predictor, correction=correction, classifier=classifier)
     estimator = None
     estimator_options = dict(options.pop("predictor_options", None) or {})
     for key in [k for k in options if k.startswith(("predictor_", "correction_"))]:
@@ -89,10 +96,11 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
-    core = DecisionCore(scheduler)
+    exact = latency is not None and latency == NO_LATENCY
+    core = DecisionCore(scheduler, call_margin=EXACT_CALL_MARGIN if exact else CALL_MARGIN)
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress,
                     latency=BATSIM_LATENCY if latency is None else latency)
     if prefix is not None:
-        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        output_prefix(prefix)
     result = sim.run(in_process(core), prefix=None if prefix is None else str(prefix))
     return result, core

@@ -5,6 +5,10 @@ simulation wall time, the weekly training time (reported separately), the per-jo
 classification time and the number of retrainings.
 
     python benchmarks/bench_classification.py [--blue] [--classifier random-forest] [-o n_estimators=50]
+        [--traces-dir DIR]
+
+Needs: the traces experiments/zrigui2022.toml names, from the Parallel Workloads Archive
+(KTH-SP2-1996-2.1-cln.swf.gz, ...), where that file points (../shared/traces) or in --traces-dir DIR.
 """
 
 from __future__ import annotations
@@ -16,15 +20,34 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from classification_experiment import calendar_options, load_trace  # noqa: E402
+from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
+from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.cli import plugin_options  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
+from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
-TARGETS = {"KTH": 30.0, "SDSC-BLUE": 300.0}
+TARGETS = {"KTH-SP2": 30.0, "SDSC-BLUE": 300.0}
+CAMPAIGN = ROOT / "experiments" / "zrigui2022.toml"  # replaced by a copy pointing into --traces-dir
+
+
+def load_trace(name: str) -> dict:
+    """A trace of experiments/zrigui2022.toml, converted."""
+    path = load_campaign(CAMPAIGN).traces[name].path
+    return swf_to_workload(read_swf(path))[0]
+
+
+def calendar_options(workload: dict) -> dict:
+    """The trace calendar as plugin options (the workload is a dict here, not a file)."""
+    swf = workload.get("swf") or {}
+    if swf.get("UnixStartTime") is None:
+        return {}
+    return {"unix_start_time": swf["UnixStartTime"], "subtime_offset": swf.get("subtime_offset", 0.0),
+            "timezone": swf.get("TimeZone") or 0}
 
 
 def bench(tag: str, classifier: str, options: dict, outdir: Path) -> dict:
@@ -45,15 +68,19 @@ def bench(tag: str, classifier: str, options: dict, outdir: Path) -> dict:
             "recall": rep["overall"]["recall"]}
 
 
+@reports_missing_data
 def main(argv=None) -> int:
+    global CAMPAIGN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blue", action="store_true", help="also SDSC-BLUE (about 250k jobs)")
+    add_data_arguments(ap, default=None)
     ap.add_argument("--classifier", default="random-forest")
     ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
+    CAMPAIGN = campaign_file(CAMPAIGN, args.traces_dir)
     options = plugin_options(args)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
-    for tag in ["KTH"] + (["SDSC-BLUE"] if args.blue else []):
+    for tag in ["KTH-SP2"] + (["SDSC-BLUE"] if args.blue else []):
         print(json.dumps(bench(tag, args.classifier, options, outdir)), flush=True)
     return 0
 

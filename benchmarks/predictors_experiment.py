@@ -1,36 +1,36 @@
-"""AVEbsld (tau = 10 s) of EASY with runtime predictions, beside Gaussier et al. (SC'15) Tables 1, 6, 7.
+"""Probes of Gaussier et al. (SC'15) that a campaign file cannot express. The paper's tables
+themselves (EASY, clairvoyant, EASY++, the E-Loss triples on four traces) are a campaign::
 
-Usage::
+    batsched-ml campaign run experiments/gaussier2015.toml
 
-    python benchmarks/predictors_experiment.py [KTH CTC SDSC-SP2 SDSC-BLUE] [--max-jobs N] [--jobs P]
-        [--json out.json]
+This script reads that file (traces, configurations, the paper's numbers) and adds:
 
-Configurations (all EASY, ``--reservations count``):
+* ``--compat``: the same triples built from re-implementations, in this script, of the paper's
+  own code (predictsim, the pyss fork at github.com/freuk/predictsim; read from the mirror
+  jad-darrous/predictsim, ``simulation/pyss/src``), to tell apart what comes from the
+  predictor/correction details and what from the simulator:
 
-* EASY: requested times (walltimes);
-* EASY clairvoyant: ``--predictor clairvoyant``;
-* EASY-SJBF clairvoyant: ``--predictor clairvoyant --backfill-order sjbf``;
-* EASY++: ``--predictor ave2 --correction incremental --backfill-order sjbf``;
-* E-Loss triple: ``--predictor eloss --correction incremental --backfill-order sjbf``.
+  * ``easy++ (predictsim)``: ``predictor_tsafrir`` (requested time until the user has *two*
+    finished jobs, integer average) + ``common_correctors.tsafrir`` (the k-th correction sets
+    the estimate to ``initial + ladder[k]``, non-cumulative, ladder starting 1 min) + SJBF;
+  * ``eloss-triple (predictsim)``: ``predictor_sgdlinear`` with the configuration of the
+    paper's selected triple (``sgdlinearIsquareI1IabsI1I0I1logmr``, experiment_dicts.py:
+    eta = 5000, l2 lambda = 4e9, quadratic features, weight ``1+log(m*r)``, NAG as in
+    ``valopt/algos/nag.py``) + the same tsafrir correction + SJBF;
+  * ``eloss-requested (predictsim)``: the same predictor with the Requested Time correction.
 
-``--out DIR`` keeps the jobs CSVs; every row also reports how much of AVEbsld the worst 0.1% / 1%
-of jobs carry. ``--jitter S --replicas N`` is a sensitivity probe (submission times + U[0, S) with
-seeds 0..N-1). Results and their discussion: ``results/predictors.md``.
+* ``--jitter S --replicas N``: a sensitivity probe (submission times + U[0, S) with seeds 0..N-1).
 
-``--compat`` adds the same triples built from re-implementations, in this script, of the
-paper's own code (predictsim, the pyss fork at github.com/freuk/predictsim; read from the
-mirror jad-darrous/predictsim, ``simulation/pyss/src``), to tell apart what comes from the
-predictor/correction details and what from the simulator:
+Every row also reports how much of AVEbsld the worst 0.1% / 1% of jobs carry. Runs go through
+the campaign executor (``--workers``). Results and their discussion: ``results/predictors.md``.
 
-* ``EASY++ (predictsim)``: ``predictor_tsafrir`` (requested time until the user has *two*
-  finished jobs, integer average) + ``common_correctors.tsafrir`` (the k-th correction sets
-  the estimate to ``initial + ladder[k]``, non-cumulative, ladder starting 1 min) + SJBF;
-* ``E-Loss triple (predictsim)``: ``predictor_sgdlinear`` with the configuration of the
-  paper's selected triple (``sgdlinearIsquareI1IabsI1I0I1logmr``, experiment_dicts.py:
-  eta = 5000, l2 lambda = 4e9, quadratic features, weight ``1+log(m*r)``, NAG as in
-  ``valopt/algos/nag.py``) + the same tsafrir correction + SJBF;
-* ``E-Loss + requested corr. (predictsim)``: the same predictor with the Requested Time
-  correction (the triple behind the SDSC-BLUE entry of Table 7, see the results notes).
+    python benchmarks/predictors_experiment.py [KTH-SP2 CTC-SP2 SDSC-SP2 SDSC-BLUE] [--compat]
+        [--config NAME ...] [--jitter S --replicas N] [--max-jobs N] [--workers P] [--json out.json]
+        [--traces-dir DIR]
+
+Needs: the four traces of experiments/gaussier2015.toml from the Parallel Workloads Archive
+(KTH-SP2-1996-2.1-cln, CTC-SP2-1996-3.1-cln, SDSC-SP2-1998-4.2-cln, SDSC-BLUE-2000-4.2-cln .swf.gz)
+where that file points (../shared/traces) or in --traces-dir DIR.
 """
 
 from __future__ import annotations
@@ -38,86 +38,59 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
+from batsched_ml.campaign.executor import map_tasks  # noqa: E402
+from batsched_ml.campaign.spec import load_campaign, parse_config  # noqa: E402
+from batsched_ml.cli import scheduler_from_args  # noqa: E402
 from batsched_ml.plugins import load  # noqa: E402
 from batsched_ml.predictors import Estimator  # noqa: E402
 from batsched_ml.predictors.base import Correction, RuntimePredictor  # noqa: E402
 from batsched_ml.predictors.corrections import RequestedCorrection  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
-TRACES = {
-    "KTH": "KTH-SP2-1996-2.1-cln.swf.gz",
-    "CTC": "CTC-SP2-1996-3.1-cln.swf.gz",
-    "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
-    "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln.swf.gz",
-}
-TRACE_DIR = Path("/work/shared/traces")
-
-CONFIGS = {
-    "EASY": dict(),
-    "EASY clairvoyant": dict(predictor="clairvoyant"),
-    "EASY-SJBF clairvoyant": dict(predictor="clairvoyant", backfill_order="sjbf"),
-    "EASY++": dict(predictor="ave2", correction="incremental", backfill_order="sjbf"),
-    "E-Loss triple": dict(predictor="eloss", correction="incremental", backfill_order="sjbf"),
-}
-# with --compat (or --config): the triple behind Table 7's SDSC-BLUE entry
-EXTRA_CONFIGS = {
-    "E-Loss + requested corr.": dict(predictor="eloss", correction="requested", backfill_order="sjbf"),
-}
-
-# Gaussier et al.: Table 1 (EASY, clairvoyant), Table 6 (clairvoyant SJBF, EASY++, best E-Loss-family
-# SJBF result), Table 7 (cross-validated triple; E-Loss + incremental + SJBF except for one log).
-PAPER = {
-    "KTH": {"EASY": 92.6, "EASY clairvoyant": 71.7, "EASY-SJBF clairvoyant": 49.8, "EASY++": 63.5,
-            "E-Loss triple": 51.4},
-    "CTC": {"EASY": 49.6, "EASY clairvoyant": 37.2, "EASY-SJBF clairvoyant": 17.6, "EASY++": 85.8,
-            "E-Loss triple": 20.5},
-    "SDSC-SP2": {"EASY": 87.9, "EASY clairvoyant": 70.5, "EASY-SJBF clairvoyant": 56.8, "EASY++": 79.4,
-                 "E-Loss triple": 75.0},
-    "SDSC-BLUE": {"EASY": 36.5, "EASY clairvoyant": 30.6, "EASY-SJBF clairvoyant": 13.2, "EASY++": 21.0,
-                  "E-Loss triple": 34.7},
-}
-
-# The paper's own simulation results, per exact triple: avgbsld column of
-# experiments/data/<log>/sim_analysis/metrics_complete in the predictsim repository (mirror
-# dinesh121991/predictsim, a fork of freuk/predictsim). Rows: res_easy_backfill_scheduler_None_None,
-# res_easy_prediction_backfill_scheduler_predictorclairvoyant_throw_an_error,
-# res_easy_plus_plus_scheduler_predictorclairvoyant_throw_an_error,
-# res_easy_plus_plus_scheduler_predictortsafrir_tsafrir,
-# res_easy_plus_plus_scheduler_predictorsgdlinearIsquareI1IabsI1I0I1logmr_{tsafrir,reqtime}.
-# Table 7's SDSC-BLUE entry (34.7) is the *reqtime* row; with the incremental (tsafrir)
-# correction the same predictor gives 12.96 there (its footnote names SDSC-SP2 instead, whose
-# 75.0 is the tsafrir row).
-PREDICTSIM = {
-    "KTH": {"EASY": 92.58, "EASY clairvoyant": 71.72, "EASY-SJBF clairvoyant": 49.85, "EASY++": 63.50,
-            "E-Loss triple": 51.44, "E-Loss + requested corr.": 60.26},
-    "CTC": {"EASY": 49.57, "EASY clairvoyant": 37.17, "EASY-SJBF clairvoyant": 17.57, "EASY++": 85.77,
-            "E-Loss triple": 20.55, "E-Loss + requested corr.": 17.80},
-    "SDSC-SP2": {"EASY": 87.87, "EASY clairvoyant": 70.48, "EASY-SJBF clairvoyant": 56.84, "EASY++": 79.40,
-                 "E-Loss triple": 74.95, "E-Loss + requested corr.": 72.28},
-    "SDSC-BLUE": {"EASY": 36.52, "EASY clairvoyant": 30.62, "EASY-SJBF clairvoyant": 13.18, "EASY++": 20.99,
-                  "E-Loss triple": 12.96, "E-Loss + requested corr.": 34.67},
-}
-# job counts of those runs (predictsim's strong_filter_all_swf on the PWA logs): KTH 28481
-# (the uncleaned KTH-SP2-1996-2 log), CTC 77199, SDSC-SP2 54006, SDSC-BLUE 232542.
-PREDICTSIM_JOBS = {"KTH": 28481, "CTC": 77199, "SDSC-SP2": 54006, "SDSC-BLUE": 232542}
+CAMPAIGN = ROOT / "experiments" / "gaussier2015.toml"
+# set by --traces-dir: the campaign copy whose traces point there (in the environment, so that
+# the campaign executor's worker processes read the same one)
+CAMPAIGN_ENV = "BATSCHED_ML_BENCH_CAMPAIGN"
 
 
-def reference_name(config: str) -> str:
-    """The predictsim triple a configuration corresponds to."""
-    return config.replace(" (predictsim)", "")
+def use_traces_dir(traces_dir) -> None:
+    """Check the campaign's traces (in ``traces_dir`` if given) and use them from now on."""
+    os.environ[CAMPAIGN_ENV] = str(campaign_file(CAMPAIGN, traces_dir))
+
+
+def campaign():
+    return load_campaign(os.environ.get(CAMPAIGN_ENV, CAMPAIGN))
+
+
+def build(config: str, timing: str = "immediate"):
+    """The scheduler of a gaussier2015.toml config, with the given correction timing."""
+    argv = campaign().configs[config].argv
+    return scheduler_from_args(parse_config((*argv, "--correction-timing", timing)))
+
+
+def paper_values() -> dict:
+    """(trace, config) -> the paper's AVEbsld, from the campaign's [[paper]] table (first source)."""
+    out: dict = {}
+    for ref in campaign().paper:
+        if ref.metric == "avebsld10" and ref.value is not None:
+            out.setdefault((ref.trace, ref.config), ref.value)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -294,18 +267,20 @@ class PyssSgdLinear(RuntimePredictor):
         self._user(job)["running"].pop(job, None)
 
 
+# compat config -> (predictor, correction, the campaign config it re-implements)
 COMPAT_CONFIGS = {
-    "EASY++ (predictsim)": (PyssTsafrirAverage, PyssTsafrirCorrection),
-    "E-Loss triple (predictsim)": (PyssSgdLinear, PyssTsafrirCorrection),
-    "E-Loss + requested corr. (predictsim)": (PyssSgdLinear, RequestedCorrection),
+    "easy++ (predictsim)": (PyssTsafrirAverage, PyssTsafrirCorrection, "easy++"),
+    "eloss-triple (predictsim)": (PyssSgdLinear, PyssTsafrirCorrection, "eloss-triple"),
+    "eloss-requested (predictsim)": (PyssSgdLinear, RequestedCorrection, "eloss-requested"),
 }
 
 
+
 def load_trace(name: str, max_jobs: int | None = None, jitter: float = 0.0, replica: int = 0) -> dict:
-    """The cleaned trace; with ``jitter`` > 0, every submission time gets a uniform
+    """The cleaned trace of the campaign; with ``jitter`` > 0, every submission time gets a uniform
     ``[0, jitter)`` s offset drawn with seed ``replica`` (a sensitivity probe: sub-second
     perturbations that leave every job's size and runtime unchanged)."""
-    workload, _ = swf_to_workload(read_swf(TRACE_DIR / TRACES[name]), max_jobs=max_jobs)
+    workload, _ = swf_to_workload(read_swf(campaign().traces[name].path), max_jobs=max_jobs)
     if jitter > 0:
         rng = np.random.default_rng(replica)
         for job, offset in zip(workload["jobs"], rng.uniform(0.0, jitter, len(workload["jobs"]))):
@@ -329,16 +304,16 @@ def tail_metrics(jobs_csv) -> dict:
     return out
 
 
-def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | None = None,
-            jitter: float = 0.0, replica: int = 0, timing: str = "immediate") -> dict:
+def run_one(task: tuple) -> dict:
+    """One simulation: ``(trace, config, max_jobs, out, jitter, replica, timing)``."""
+    trace, config, max_jobs, out, jitter, replica, timing = task
     workload = load_trace(trace, max_jobs, jitter, replica)
     if config in COMPAT_CONFIGS:
-        pred_cls, corr_cls = COMPAT_CONFIGS[config]
+        pred_cls, corr_cls, _ = COMPAT_CONFIGS[config]
         sched = load("schedulers", "easy")(policy="fcfs", reservations="count", backfill_order="sjbf",
                                            estimator=Estimator(pred_cls(), corr_cls(), timing))
     else:
-        sched = runner.build_scheduler("easy", reservations="count", correction_timing=timing,
-                                       **{**CONFIGS, **EXTRA_CONFIGS}[config])
+        sched = build(config, timing)
     with tempfile.TemporaryDirectory() as tmp:
         if out is not None:
             slug = "".join(ch if ch.isalnum() or ch in "+-" else "_" for ch in config)
@@ -357,68 +332,53 @@ def run_one(trace: str, config: str, max_jobs: int | None = None, out: str | Non
             "prediction": {k: v for k, v in report.items() if not k.startswith("ecdf")}}
 
 
+@reports_missing_data
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("traces", nargs="*", default=["KTH"], help=f"among {list(TRACES)}")
+    ap.add_argument("traces", nargs="*", default=["KTH-SP2"], help="traces of experiments/gaussier2015.toml")
+    add_data_arguments(ap, default=None)
     ap.add_argument("--max-jobs", type=int, default=None)
-    ap.add_argument("--jobs", type=int, default=1, help="parallel simulations")
+    ap.add_argument("--workers", type=int, default=1, help="parallel simulations (0: in this process)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--out", default=None, help="keep the jobs/schedule CSVs in this directory")
-    ap.add_argument("--compat", action="store_true",
-                    help="also run the predictsim re-implementations (EASY++, E-Loss triple)")
+    ap.add_argument("--compat", action="store_true", help="run the predictsim re-implementations")
     ap.add_argument("--config", action="append", default=None,
-                    help="run only these configurations (repeatable)")
+                    help="campaign configs to run beside them (repeatable; default easy)")
     ap.add_argument("--jitter", type=float, default=0.0, metavar="SECONDS",
                     help="sensitivity probe: add uniform [0, SECONDS) offsets to the submission times")
     ap.add_argument("--replicas", type=int, default=1, help="with --jitter: seeds 0..N-1")
     ap.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
                     help="when corrections take effect (next-event: as pyss, the paper's simulator)")
     args = ap.parse_args(argv)
+    use_traces_dir(args.traces_dir)
+    c = campaign()
     for t in args.traces:
-        if t not in TRACES:
-            ap.error(f"unknown trace {t!r}; choose from {list(TRACES)}")
-    known = {**CONFIGS, **EXTRA_CONFIGS, **COMPAT_CONFIGS}
-    configs = list(CONFIGS) + (list(EXTRA_CONFIGS) + list(COMPAT_CONFIGS) if args.compat else [])
-    if args.config:
-        unknown = [c for c in args.config if c not in known]
-        if unknown:
-            ap.error(f"unknown configuration(s) {unknown}")
-        configs = [c for c in configs if c in args.config] + [c for c in args.config if c not in configs]
-        if "EASY" not in configs:
-            configs.insert(0, "EASY")
+        if t not in c.traces:
+            ap.error(f"unknown trace {t!r}; choose from {list(c.traces)}")
+    configs = list(dict.fromkeys(["easy"] + (args.config or [])))
+    for name in configs:
+        if name not in c.configs:
+            ap.error(f"unknown configuration {name!r}; choose from {list(c.configs)}")
+    configs += list(COMPAT_CONFIGS) if args.compat else []
     replicas = range(args.replicas) if args.jitter > 0 else [0]
-    tasks = [(t, c, r) for t in args.traces for r in replicas for c in configs]
-    n = len(tasks)
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            rows = list(pool.map(run_one, [t for t, _, _ in tasks], [c for _, c, _ in tasks], [args.max_jobs] * n,
-                                 [args.out] * n, [args.jitter] * n, [r for _, _, r in tasks],
-                                 [args.correction_timing] * n))
-    else:
-        rows = []
-        for t, c, r in tasks:
-            rows.append(run_one(t, c, args.max_jobs, args.out, args.jitter, r, args.correction_timing))
-            if args.json:
-                Path(args.json).write_text(json.dumps(rows, indent=2))
-    print(f"{'trace':10} {'configuration':38} {'AVEbsld':>9} {'vs EASY':>8} {'paper':>7} {'vs EASY':>8} "
-          f"{'predictsim':>10} {'vs EASY':>8} {'MAE':>8} {'under':>6} {'corr':>7} {'wall s':>7}")
+    tasks = [(t, cfg, args.max_jobs, args.out, args.jitter, r, args.correction_timing)
+             for t in args.traces for r in replicas for cfg in configs]
+    rows = map_tasks(run_one, tasks, workers=args.workers)
+    paper = paper_values()
+    print(f"{'trace':10} {'configuration':30} {'AVEbsld':>9} {'vs EASY':>8} {'paper':>7} {'vs EASY':>8} "
+          f"{'MAE':>8} {'under':>6} {'corr':>7} {'wall s':>7} {'w/o 1%':>9}")
     by = {(r["trace"], r["config"], r["replica"]): r for r in rows}
     for r in rows:
-        base = by[(r["trace"], "EASY", r["replica"])]["avebsld"]
-        ref = reference_name(r["config"])
-        paper = PAPER.get(r["trace"], {}).get(ref)
-        pbase = PAPER.get(r["trace"], {}).get("EASY")
-        psim = PREDICTSIM.get(r["trace"], {}).get(ref)
-        sbase = PREDICTSIM.get(r["trace"], {}).get("EASY")
-        change = 100 * (r["avebsld"] / base - 1)
-        r["vs_easy_pct"] = change
-        r["paper"], r["predictsim"] = paper, psim
-        pred = "" if paper is None else f"{100 * (paper / pbase - 1):+.0f}%"
-        spred = "" if psim is None else f"{100 * (psim / sbase - 1):+.0f}%"
+        base = by[(r["trace"], "easy", r["replica"])]["avebsld"]
+        ref = COMPAT_CONFIGS[r["config"]][2] if r["config"] in COMPAT_CONFIGS else r["config"]
+        ref_value, ref_base = paper.get((r["trace"], ref)), paper.get((r["trace"], "easy"))
+        r["vs_easy_pct"] = 100 * (r["avebsld"] / base - 1)
+        r["paper"] = ref_value
+        pchange = "" if ref_value is None or not ref_base else f"{100 * (ref_value / ref_base - 1):+.0f}%"
         p = r["prediction"]
         tag = r["config"] if r["replica"] is None else f"{r['config']} r{r['replica']}"
-        print(f"{r['trace']:10} {tag:38} {r['avebsld']:9.1f} {change:+7.0f}% "
-              f"{'' if paper is None else paper:>7} {pred:>8} {'' if psim is None else psim:>10} {spred:>8} "
+        print(f"{r['trace']:10} {tag:30} {r['avebsld']:9.1f} {r['vs_easy_pct']:+7.0f}% "
+              f"{'' if ref_value is None else ref_value:>7} {pchange:>8} "
               f"{p.get('mae', float('nan')):8.0f} {p.get('under_share', float('nan')):6.2f} "
               f"{p.get('nb_corrections', 0):7d} {r['wall_s']:7.1f} {r['avebsld_wo_top1pct']:9.1f}")
     if args.json:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from batsched_ml.analysis.metrics import merge_attempts, read_jobs_csv
+from batsched_ml.analysis.metrics import compute_metrics, merge_attempts, read_jobs_csv
 from batsched_ml.classifiers import (
     CalendarClock,
     GradientBoostingJobClassifier,
@@ -122,7 +122,9 @@ def test_kill_once_and_race(tmp_path):
     assert reg and sent.index(notes[0]) > reg[-1]
     rep = s.report()["classification"]
     assert rep["kills"] == 1 and rep["weekly"][1]["divider"] == 20
-    assert rep["wasted_core_seconds"] == pytest.approx(20.0)
+    # one definition of wasted work: Batsim's execution time of the killed attempt (jobs CSV)
+    assert compute_metrics(result.jobs_csv)["wasted_core_seconds"] == pytest.approx(20.0)
+    assert s.job_details()["classes"][1][:3] == [("w0!1", 0, ""), ("w0!2", 0, ""), ("w0!3", 0, "")]
     # true classes against the divider in force at classification: 4 and 6 are false small
     assert rep["jobs"]["w0!4"] == [1, 0] and rep["jobs"]["w0!6"] == [1, 0] and rep["jobs"]["w0!5"] == [1, 1]
     assert rep["overall"]["TS"] == 1 and rep["overall"]["FS"] == 2

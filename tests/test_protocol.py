@@ -559,3 +559,28 @@ def test_coreset_basics():
     assert 5 in cores and 3 not in cores
     assert cores == CoreSet.from_ids([5, 2, 1]) and hash(cores) == hash(CoreSet(0b100110))
     assert repr(cores) == "CoreSet('1-2 5')"
+
+
+def test_fast_encoding_writes_the_bytes_of_the_general_one():
+    """``encode`` writes the common decisions without building dicts: byte for byte what one
+    ``json.dumps`` of the whole message writes (``codec._encode_general``)."""
+    import random
+
+    rng = random.Random(7)
+    ids = ["w0!1", 'w0!"quoted"', "w0!été", "w0!tab\tnew\nline", "w12!123456#2"]
+    for _ in range(300):
+        now = rng.choice([0.0, 1.5, 57.000308, 1e16, 3, 1234567.123456789, 4.5e-05])
+        events = []
+        for _ in range(rng.randint(0, 5)):
+            kind = rng.randrange(4)
+            if kind == 0:
+                mask = rng.getrandbits(40) or 1
+                events.append(ExecuteJob(now, rng.choice(ids), CoreSet(mask)))
+            elif kind == 1:
+                events.append(CallMeLater(now, rng.choice([now + 1, 10, 1e300, 0.1 + 0.2])))
+            elif kind == 2:
+                events.append(ExecuteJob(now, "w0!m", CoreSet(0b11), mapping={"0": 0, "1": 1}))
+            else:
+                events.append(SetJobMetadata(now, rng.choice(ids), "meta"))
+        message = Message(now, events)
+        assert encode(message) == codec._encode_general(message)

@@ -202,17 +202,17 @@ def _read(path) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "transport, name",
-    [("tcp", "easy"), ("ipc", "fcfs")],
+    "transport, name, dynamic",
+    [("tcp", "easy", True), ("ipc", "fcfs", False)],
 )
-def test_connected_run_matches_in_process(tmp_path, transport, name):
+def test_connected_run_matches_in_process(tmp_path, transport, name, dynamic):
     platform, workload = BIG
-    # ``simulate --connect`` enables dynamic jobs like ``batsim --enable-dynamic-jobs``: the
-    # scheduler's NOTIFY registration_finished is one more message, which shifts Batsim's timing.
-    inproc, _ = simulate(platform, workload, build_scheduler(name), prefix=tmp_path / "inproc", dynamic_jobs=True)
+    # With dynamic jobs (``batsim --enable-dynamic-jobs``) the scheduler's NOTIFY
+    # registration_finished is one more message, which shifts Batsim's timing: both sides must agree.
+    inproc, _ = simulate(platform, workload, build_scheduler(name), prefix=tmp_path / "inproc", dynamic_jobs=dynamic)
     endpoint = tcp_endpoint() if transport == "tcp" else f"ipc://{tmp_path}/sched.ipc"
     server = ServerThread(build_scheduler(name), endpoint, timeout=TIMEOUT)
-    result = run_connected(platform, workload, endpoint, tmp_path / "remote", timeout=TIMEOUT)
+    result = run_connected(platform, workload, endpoint, tmp_path / "remote", timeout=TIMEOUT, dynamic_jobs=dynamic)
     assert server.join() == 0, server.errors
     assert _read(result.jobs_csv) == _read(inproc.jobs_csv)
     assert result.messages == server.stats.messages
@@ -228,7 +228,7 @@ def test_kill_and_requeue_through_sockets(tmp_path):
     remote_scheduler = KillRequeue()
     server = ServerThread(remote_scheduler, endpoint, timeout=TIMEOUT, log_path=tmp_path / "serve.log")
     args = Namespace(platform=str(platform), workload=[str(workload)], export=str(tmp_path / "remote"),
-                     connect=endpoint, timeout=TIMEOUT)
+                     connect=endpoint, timeout=TIMEOUT, dynamic_jobs=True)
     result = simulate_connected(args)
     assert server.join() == 0, server.errors
     assert remote_scheduler.requeued == scheduler.requeued
@@ -266,7 +266,7 @@ def test_cli_serve_and_simulate_connect(tmp_path, capsys):
     assert code == 0 and codes["serve"] == 0
     report = json.loads(capsys.readouterr().out)
     assert report["simulation"]["jobs_csv"] == str(tmp_path / "out_jobs.csv")
-    inproc, _ = simulate(TINY[0], TINY[1], build_scheduler("easy"), prefix=tmp_path / "inproc", dynamic_jobs=True)
+    inproc, _ = simulate(TINY[0], TINY[1], build_scheduler("easy"), prefix=tmp_path / "inproc")
     assert _read(tmp_path / "out_jobs.csv") == _read(inproc.jobs_csv)
 
 

@@ -265,7 +265,9 @@ def merge_attempts(table: JobsTable) -> JobRecords:
       since the user still had no result (bsld then uses only the final run time);
     - ``res`` / ``requested_time`` = the first attempt's request (requeues keep them);
     - ``core_seconds`` = sum of res x execution_time over all attempts (machine time used),
-      ``wasted_core_seconds`` = that sum over the non-final attempts only (thrown away);
+      ``wasted_core_seconds`` = the part thrown away: every non-final attempt, and the final
+      one too when it was killed (``COMPLETED_KILLED``: no result). This is the one
+      definition of wasted work: the metrics and the classifier's report both use it;
     - ``killed_attempts`` = attempts that ended ``COMPLETED_KILLED``.
 
     Records keep the file order of each job's first row.
@@ -314,7 +316,8 @@ def merge_attempts(table: JobsTable) -> JobRecords:
         attempts=np.bincount(gid, minlength=n).astype(np.int64),
         killed_attempts=killed.astype(np.int64),
         core_seconds=core_seconds,
-        wasted_core_seconds=core_seconds - used[last],
+        wasted_core_seconds=core_seconds - np.where(table.final_state[last] == COMPLETED_KILLED, 0.0,
+                                                    used[last]),
     )
 
 
@@ -369,13 +372,20 @@ def compute_metrics(source: Source, taus: Sequence[float] = (10.0, 60.0),
     - ``first_submission`` (all jobs, rejected included), ``last_finish``,
       ``makespan`` = last_finish - first_submission;
     - ``utilisation`` = sum of res x execution_time over all attempts (killed ones too)
-      / (nb_cores x makespan). ``nb_cores`` defaults to ``nb_computing_machines`` of the
-      sibling ``PREFIX_schedule.csv`` when ``source`` is a path or a table read from one;
-      without it ``utilisation`` is None;
+      / (nb_cores x makespan): how busy the machine was. ``useful_utilisation`` counts only
+      the work that produced results (``useful_core_seconds`` = all core-seconds minus
+      ``wasted_core_seconds``, see :func:`merge_attempts`), ``wasted_utilisation`` the rest;
+      the two add up to ``utilisation``. ``nb_cores`` defaults to ``nb_computing_machines``
+      of the sibling ``PREFIX_schedule.csv`` when ``source`` is a path or a table read from
+      one; without it the three are None;
     - counts: ``jobs``, ``attempts``, ``completed`` (COMPLETED_SUCCESSFULLY),
       ``walltime_reached``, ``failed``, ``killed`` (jobs whose final attempt was killed),
       ``rejected``, ``requeued_jobs``, ``killed_attempts``, ``wasted_core_seconds``.
     """
+    from ..validation import positive_int, tau as check_tau
+
+    taus = [check_tau(t) for t in taus]
+    positive_int(nb_cores, "nb_cores", "machine size", allow_none=True)
     r, path = _as_records(source)
     if nb_cores is None and path is not None:
         schedule = schedule_csv_for(path)
@@ -412,7 +422,18 @@ def compute_metrics(source: Source, taus: Sequence[float] = (10.0, 60.0),
     m["nb_cores"] = int(nb_cores) if nb_cores is not None else None
     m["utilisation"] = (float(r.core_seconds.sum() / (nb_cores * makespan))
                         if nb_cores and makespan else None)
+    _add_useful_work(m, r, nb_cores, makespan)
     return m
+
+
+def _add_useful_work(m: dict, r: JobRecords, nb_cores, makespan) -> None:
+    """``useful_core_seconds``, ``useful_utilisation``, ``wasted_utilisation`` (see compute_metrics)."""
+    wasted = float(r.wasted_core_seconds.sum())
+    useful = float(r.core_seconds.sum()) - wasted
+    m["useful_core_seconds"] = useful
+    capacity = nb_cores * makespan if nb_cores and makespan else None
+    m["useful_utilisation"] = useful / capacity if capacity else None
+    m["wasted_utilisation"] = wasted / capacity if capacity else None
 
 
 def format_metrics(metrics: dict) -> str:

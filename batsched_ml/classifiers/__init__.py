@@ -66,8 +66,11 @@ def build_classifier(classifier, seed: int = 0, **params):
         classifier = load("classifiers", classifier)
     unknown = _unknown_params(classifier, params)
     if unknown:
+        from ..options import plugin_options
+
+        valid = ", ".join(sorted(plugin_options("classifiers", classifier) or {})) or "none"
         raise ValueError(f"classifier {getattr(classifier, 'name', classifier.__name__)!r} does not take "
-                         f"option(s) {', '.join(unknown)}")
+                         f"option(s) {', '.join(unknown)}; its options: {valid}")
     return classifier(random_state=seed, **params)
 
 

@@ -36,22 +36,41 @@ _EPOCH = _dt.datetime(1970, 1, 1)
 class CalendarClock:
     """Simulated time -> local calendar time of the trace.
 
-    ``local = unix_start_time + subtime_offset + t + timezone`` (seconds, read as UTC),
-    where ``timezone`` is the SWF header's offset of the local clock from UTC.
+    ``utc = unix_start_time + subtime_offset + t``, read on the trace's local clock:
+    ``timezone`` is a tz database name (``"Europe/Paris"``: with daylight saving time,
+    through ``zoneinfo``) or a fixed offset east of UTC in seconds (the SWF header's
+    numeric ``TimeZone``). ``from_swf`` prefers the header's ``TimeZoneString``.
     """
 
-    def __init__(self, unix_start_time: float = 0.0, subtime_offset: float = 0.0, timezone: float = 0.0,
+    def __init__(self, unix_start_time: float = 0.0, subtime_offset: float = 0.0, timezone=0.0,
                  source: str = "default"):
-        self.base = float(unix_start_time or 0) + float(subtime_offset or 0) + float(timezone or 0)
+        from ..workloads.timezone import resolve_time_zone
+
         self.unix_start_time = unix_start_time
         self.subtime_offset = subtime_offset
-        self.timezone = timezone
+        self.utc_base = float(unix_start_time or 0) + float(subtime_offset or 0)
+        if isinstance(timezone, str):
+            choice = resolve_time_zone(timezone, None)
+            if choice.source != "TimeZoneString":
+                raise ValueError(f"unknown time zone {timezone!r} (a tz database name such as "
+                                 "'Europe/Paris', or an offset in seconds)")
+        else:
+            choice = resolve_time_zone(None, timezone or 0)
+        self.zone = choice
+        self.timezone = choice.label
         self.source = source
+        offset = choice.fixed_offset
+        self._fixed = offset
+        self.base = self.utc_base + (offset or 0.0)
 
     @classmethod
     def from_swf(cls, swf: dict, source: str = "workload") -> "CalendarClock":
-        return cls(swf.get("UnixStartTime") or 0, swf.get("subtime_offset") or 0, swf.get("TimeZone") or 0,
-                   source=source)
+        """From a converted workload's ``swf`` object: the named zone when known, else the offset."""
+        from ..workloads.timezone import resolve_time_zone
+
+        choice = resolve_time_zone(swf.get("TimeZoneString"), swf.get("TimeZone"))
+        zone = choice.label if choice.source == "TimeZoneString" else (choice.fixed_offset or 0.0)
+        return cls(swf.get("UnixStartTime") or 0, swf.get("subtime_offset") or 0, zone, source=source)
 
     @classmethod
     def resolve(cls, workloads: dict | None, options: dict) -> "CalendarClock":
@@ -77,11 +96,16 @@ class CalendarClock:
         return cls(source="epoch")
 
     def local(self, t: float) -> float:
-        return self.base + t
+        """Local wall-clock seconds since the epoch (UTC + the zone's offset at that instant)."""
+        if self._fixed is not None:
+            return self.base + t
+        utc = self.utc_base + t
+        offset = _dt.datetime.fromtimestamp(utc, self.zone.tzinfo).utcoffset()
+        return utc + offset.total_seconds()
 
     def temporal(self, t: float) -> tuple:
         """(hour, day of week 0=Monday, day of month, month, ISO week, quarter) and the day index."""
-        local = self.base + t
+        local = self.local(t)
         d = _EPOCH + _dt.timedelta(seconds=local)
         week = d.isocalendar()[1]
         return (d.hour, d.weekday(), d.day, d.month, week, (d.month - 1) // 3 + 1), int(local // 86400)

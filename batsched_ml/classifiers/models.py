@@ -30,11 +30,33 @@ import numbers
 
 import numpy as np
 
+from ..validation import ValidationError, check_number, positive, positive_int
+
+
+def _max_samples(value):
+    """Bootstrap size: a number of jobs (int >= 1), a share of them (0 < float <= 1) or None (all)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return positive_int(value, "max_samples", "jobs per tree")
+    return check_number(value, "max_samples", low=0, high=1, low_open=True, allow_none=True,
+                        meaning="share of the jobs per tree, or an integer count")
+
+
+def _max_features(value):
+    """Features tried per split: "sqrt", "log2", a count (int >= 1), a share (0 < float <= 1) or None."""
+    if value in ("sqrt", "log2") or value is None:
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return positive_int(value, "max_features")
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return check_number(value, "max_features", low=0, high=1, low_open=True, meaning="share of the features")
+    raise ValidationError(f'max_features must be "sqrt", "log2", an integer >= 1 or a share in (0, 1], '
+                          f"got {value!r}")
+
 
 def check_small_threshold(value) -> float:
     """``value`` as a float strictly between 0 and 1, else a ValueError saying why."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:  # NaN too
-        raise ValueError(f"small_threshold must be a number strictly between 0 and 1 (a job is small when "
+        raise ValidationError(f"small_threshold must be a number strictly between 0 and 1 (a job is small when "
                          f"its predicted P(small) exceeds it; 0.5 = majority), got {value!r}")
     return float(value)
 
@@ -159,12 +181,14 @@ class RandomForestJobClassifier(JobClassifier):
                  max_features="sqrt", n_jobs=1, random_state=None, small_threshold=0.5):
         super().__init__(random_state)
         self.small_threshold = check_small_threshold(small_threshold)
-        self.n_estimators = n_estimators
-        self.max_depth = max_depth
-        self.min_samples_leaf = min_samples_leaf
-        self.max_samples = max_samples
-        self.max_features = max_features
-        self.n_jobs = n_jobs
+        self.n_estimators = positive_int(n_estimators, "n_estimators", "trees in the forest")
+        self.max_depth = positive_int(max_depth, "max_depth", allow_none=True)
+        self.min_samples_leaf = positive_int(min_samples_leaf, "min_samples_leaf")
+        self.max_samples = _max_samples(max_samples)
+        self.max_features = _max_features(max_features)
+        self.n_jobs = check_number(n_jobs, "n_jobs", integer=True, allow_none=True)
+        if self.n_jobs == 0:
+            raise ValidationError("n_jobs must be a non-zero integer (worker processes; -1 = all cores), got 0")
         self.model_ = None
         self._compiled = None
 
@@ -203,10 +227,10 @@ class GradientBoostingJobClassifier(JobClassifier):
                  random_state=None, small_threshold=0.5):
         super().__init__(random_state)
         self.small_threshold = check_small_threshold(small_threshold)
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.max_depth = max_depth
-        self.max_leaf_nodes = max_leaf_nodes
+        self.max_iter = positive_int(max_iter, "max_iter", "boosting iterations")
+        self.learning_rate = positive(learning_rate, "learning_rate")
+        self.max_depth = positive_int(max_depth, "max_depth", allow_none=True)
+        self.max_leaf_nodes = check_number(max_leaf_nodes, "max_leaf_nodes", low=2, integer=True, allow_none=True)
         self.model_ = None
 
     def _fit(self, X, y):

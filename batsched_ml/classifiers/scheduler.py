@@ -24,6 +24,7 @@ import numpy as np
 from ..core.job import QUEUED, RUNNING
 from ..policies.orders import Policy
 from ..protocol import events as ev
+from ..validation import finite, positive
 from .features import FEATURE_NAMES, CalendarClock, FeatureTable
 
 WEEK = 604800.0
@@ -94,12 +95,13 @@ class ClassificationMixin:
         self.kill_false_small = bool(kill_false_small)
         self.may_requeue = self.kill_false_small
         self.seed = seed
-        self.period = float(period)
+        self.period = positive(period, "period", "retraining period in seconds")
         self.history = history
         self.divider_window = divider_window
         self.store_classes = store_classes
-        self._clock_options = {"unix_start_time": unix_start_time, "subtime_offset": subtime_offset,
-                               "timezone": timezone}
+        self._clock_options = {"unix_start_time": finite(unix_start_time, "unix_start_time", allow_none=True),
+                               "subtime_offset": finite(subtime_offset, "subtime_offset"),
+                               "timezone": finite(timezone, "timezone", "hours from UTC")}
         self.clock = None
         self.table = None
         self.divider = None
@@ -118,7 +120,6 @@ class ClassificationMixin:
         self._kills_pending: dict = {}
         self.kills = 0
         self.kill_races = 0  # kills answered without progress (the job had just completed)
-        self.wasted_core_seconds = 0.0
         self.training_time = 0.0
         self.classify_time = 0.0
         self._classes: dict = {}  # job id -> [predicted small, true small or None]
@@ -230,7 +231,6 @@ class ClassificationMixin:
             self.kill_races += 1
             return
         self.kills += 1
-        self.wasted_core_seconds += job.res * (job.end_time - job.start_time)
         new_job = ctx.requeue(job)
         new_job.info["small"] = False
         new_job.info["requeued_from"] = job.id
@@ -320,7 +320,9 @@ class ClassificationMixin:
             "overall": _scores(total["TS"], total["FS"], total["TL"], total["FL"]),
             "kills": self.kills,
             "kill_races": self.kill_races,
-            "wasted_core_seconds": self.wasted_core_seconds,
+            # Batsim's measure, from the jobs CSV (metrics.merge_attempts): the CLI fills it in
+            # after the run, so that the report and the metrics give one figure.
+            "wasted_core_seconds": None,
             "retrainings": sum(1 for w in self._weeks if w.train_size),
             "training_time": self.training_time,
             "classification_time": self.classify_time,
@@ -331,4 +333,11 @@ class ClassificationMixin:
             # job id (as the scheduler saw it, "w0!12") -> [predicted small, true small or null]
             cls["jobs"] = self._classes
         out["classification"] = cls
+        return out
+
+    def job_details(self) -> dict:
+        out = dict(super().job_details())
+        if self.store_classes:
+            rows = [(job_id, small, "" if true is None else true) for job_id, (small, true) in self._classes.items()]
+            out["classes"] = (("job_id", "predicted_small", "true_small"), rows)
         return out

@@ -10,16 +10,20 @@ other side.
 from __future__ import annotations
 
 from ..protocol import events as ev
+from ..protocol.codec import ProtocolViolation, parse_alloc
+from ..protocol.coreset import format_mask
 from .job import FINISHED, QUEUED, RUNNING, Job
 from .machine import Machine
-from .scheduler import Context, Scheduler, SchedulingError
+from .scheduler import CALL_MARGIN, Context, Scheduler, SchedulingError
 
 CALL_STAMP_TOLERANCE = 1e-6  # Batsim prints dates to the microsecond
 
 
 class DecisionCore:
-    def __init__(self, scheduler: Scheduler):
+    def __init__(self, scheduler: Scheduler, *, call_margin: float = CALL_MARGIN):
+        """``call_margin``: how far after ``now`` a CALL_ME_LATER is at the earliest (see CALL_MARGIN)."""
         self.scheduler = scheduler
+        self.call_margin = call_margin
         self.machine: Machine | None = None
         self.jobs: dict[str, Job] = {}
         self.running: dict[str, Job] = {}
@@ -32,6 +36,7 @@ class DecisionCore:
         self.registration_done = False
         self.static_submission_over = False
         self.ended = False
+        self.last_now = None  # ``now`` of the previous message: time never goes back
         self._seq = 0
         self._ctx = Context(self)
 
@@ -60,7 +65,12 @@ class DecisionCore:
 
     # ---------------------------------------------------------------- events
     def handle(self, now: float, events) -> list:
-        """Apply one message's events, run one scheduling pass, return the decisions."""
+        """Apply one message's events, run one scheduling pass, return the decisions.
+
+        A message Batsim would never send (see ``_check_order``) raises ProtocolViolation
+        before anything changes.
+        """
+        self._check_order(now, events)
         ctx = self._ctx
         ctx.now = now
         ctx.decisions = []
@@ -77,10 +87,8 @@ class DecisionCore:
                 self._job_completed(event, ctx)
             elif kind is ev.JobKilled:
                 for job_id in event.job_ids:
+                    job = self._killed_job(job_id, now, events.index(event))
                     self.kills_pending.discard(job_id)
-                    job = self.jobs.get(job_id)
-                    if job is None:
-                        raise SchedulingError(f"JOB_KILLED names unknown job {job_id}")
                     progress = event.job_progress.get(job_id)
                     sched.on_job_killed(job, None if progress is None else progress.get("progress"), ctx)
             elif kind is ev.RequestedCall:
@@ -93,6 +101,9 @@ class DecisionCore:
                     self.static_submission_over = True
                 sched.on_notify(event.kind, ctx)
             elif kind is ev.SimulationBegins:
+                if self.machine is not None:
+                    raise self._violation(now, events.index(event), event, "a second SIMULATION_BEGINS (Batsim "
+                                          "sends it once, first): the simulation already began")
                 self._begin(event, ctx)
             elif kind is ev.SimulationEnds:
                 self.ended = True
@@ -106,6 +117,43 @@ class DecisionCore:
                 ctx.notify(ev.REGISTRATION_FINISHED)
         return ctx.decisions
 
+    def _check_order(self, now: float, events) -> None:
+        """What any Batsim guarantees about message order: SIMULATION_BEGINS first (and once: see
+        ``_begin``), time never going back (no message, no event before the previous message's
+        ``now``; events are sorted, as the codec checks, so the first one tells)."""
+        last = self.last_now
+        if last is None:
+            if not events or type(events[0]) is not ev.SimulationBegins:
+                what = type(events[0]).type if events else "an empty message"
+                raise ProtocolViolation(f"the first message must start with SIMULATION_BEGINS, got {what} "
+                                        f"(message at now={now!r})", index=0 if events else None)
+        elif now < last:
+            raise ProtocolViolation(f"Batsim->scheduler message: now={now!r} is earlier than the previous "
+                                    f"message's now={last!r}")
+        elif events and events[0].timestamp < last:
+            raise self._violation(now, 0, events[0], f"timestamp {events[0].timestamp!r} is earlier than "
+                                  f"the previous message's now={last!r}")
+        self.last_now = now
+
+    @staticmethod
+    def _violation(now: float, index: int, event, text: str) -> ProtocolViolation:
+        return ProtocolViolation(f"Batsim->scheduler message at now={now!r}, event #{index} ({event.type}): {text}",
+                                 index=index, event_type=event.type)
+
+    def _killed_job(self, job_id: str, now: float, index: int) -> Job:
+        """The job a JOB_KILLED names: it must have been asked to die, and its JOB_COMPLETED must
+        have come first (in this message or before: Batsim frees its cores there)."""
+        job = self.jobs.get(job_id)
+        event = ev.JobKilled(now, [job_id], {})
+        if job is None:
+            raise self._violation(now, index, event, f"names unknown job {job_id}")
+        if job_id not in self.kills_pending:
+            raise self._violation(now, index, event, f"names {job_id}, whose kill was never asked for")
+        if job.state == RUNNING:
+            raise self._violation(now, index, event, f"{job_id} is still running: Batsim sends its "
+                                  "JOB_COMPLETED (COMPLETED_KILLED) first, in the same message")
+        return job
+
     def _begin(self, event: ev.SimulationBegins, ctx: Context) -> None:
         self.machine = Machine(event.nb_compute_resources)
         self.workloads = dict(event.workloads)
@@ -118,11 +166,18 @@ class DecisionCore:
         self.scheduler.on_simulation_begins(event.nb_compute_resources, ctx)
 
     def _job_completed(self, event: ev.JobCompleted, ctx: Context) -> None:
-        job = self.running.pop(event.job_id, None)
+        job = self.running.get(event.job_id)
         if job is None:
             known = self.jobs.get(event.job_id)
             state = "unknown" if known is None else known.state
-            raise SchedulingError(f"JOB_COMPLETED for {event.job_id}, which is not running ({state})")
+            raise ProtocolViolation(f"JOB_COMPLETED for {event.job_id}, which is not running ({state}), "
+                                    f"at {event.timestamp!r}", event_type=event.type)
+        mask = event.mask if event.mask is not None else parse_alloc(event.alloc).mask
+        if mask != job.alloc:
+            raise ProtocolViolation(f"JOB_COMPLETED for {event.job_id} at {event.timestamp!r} says it ran on "
+                                    f"{event.alloc!r}, but it was allocated {format_mask(job.alloc)!r}",
+                                    event_type=event.type)
+        del self.running[event.job_id]
         self.machine.release(job.alloc)
         job.state = FINISHED
         job.final_state = event.job_state

@@ -51,9 +51,6 @@ from .eloss import asymmetric_loss, job_weight
 
 LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
 ECDF_POINTS = 200
-# A CALL_ME_LATER reaches Batsim some 0.1 ms per decision after the reply and must still be
-# in the future there: a check due sooner is asked this much later.
-CALL_MARGIN = 1.0
 EXACT_TOL = 0.01  # end - start carries Batsim's latency noise (ms): errors this small count as exact
 TIMINGS = ("immediate", "next-event")
 
@@ -64,16 +61,15 @@ class Estimator:
     """Glue between a scheduler and a predictor (+ optional correction)."""
 
     def __init__(self, predictor: RuntimePredictor, correction: Correction | None = None,
-                 timing: str = "immediate", call_margin: float = CALL_MARGIN):
+                 timing: str = "immediate"):
         """``timing``: when a correction takes effect, ``immediate`` (a ``CALL_ME_LATER`` at the
         predicted end, the queue re-planned then) or ``next-event`` (at the next pass).
-        ``call_margin``: how far ahead of ``now`` a call must be at least."""
+        A call due too soon is asked for later by the core (``core.scheduler.CALL_MARGIN``)."""
         if timing not in TIMINGS:
             raise ValueError(f"unknown correction timing {timing!r}; choose from {', '.join(TIMINGS)}")
         self.predictor = predictor
         self.correction = correction
         self.timing = timing
-        self.call_margin = call_margin
         # corrections that can be previewed (``advance``) let calls be skipped when irrelevant
         self._pure = correction is not None and type(correction).advance is not Correction.advance
         self.scheduler = None
@@ -81,6 +77,7 @@ class Estimator:
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
         self._records: list = []  # (prediction, actual, cores)
+        self._record_ids: list = []  # (job id, corrections) of each record
         self._due: list = []
         self._calls: list = []
         self._seq = 0
@@ -96,6 +93,7 @@ class Estimator:
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
         self._records = []
+        self._record_ids = []
 
     def on_submission(self, job, ctx) -> None:
         prediction = float(self.predictor.predict(job, ctx.now))
@@ -128,6 +126,7 @@ class Estimator:
             prediction = job.info.get("prediction")
             if prediction is not None:
                 self._records.append((prediction, actual, job.res))
+                self._record_ids.append((job.id, job.info.get("corrections", 0)))
             self.predictor.partial_fit(job, actual, ctx.now)
 
     def on_call(self, ctx) -> bool:
@@ -172,12 +171,10 @@ class Estimator:
         at = self._first_relevant(window, ctx.now)
         if at is None:
             return
-        at = max(at, ctx.now + self.call_margin)
         calls = self._calls
         if calls and calls[0] <= at:
             return
-        ctx.call_me_later(at)
-        heapq.heappush(calls, at)
+        heapq.heappush(calls, ctx.call_me_later(at))
 
     def _first_relevant(self, window, now: float) -> float | None:
         """The earliest due date of a correction whose extension of its job reaches into
@@ -260,6 +257,13 @@ class Estimator:
             bisect.insort(self._due, (at, self._seq, job))
 
     # ------------------------------------------------------------ report
+    def job_predictions(self) -> tuple:
+        """``(columns, rows)``: each learned job's initial prediction, actual run time (end - start
+        as the scheduler saw it), cores and number of corrections, in completion order."""
+        rows = [(job_id, pred, actual, int(cores), corrections)
+                for (job_id, corrections), (pred, actual, cores) in zip(self._record_ids, self._records)]
+        return ("job_id", "prediction", "actual_runtime", "res", "corrections"), rows
+
     def report(self) -> dict:
         """Prediction quality of the initial predictions (Gaussier et al. 6.4, Figures 4-5)."""
         out = {"predictor": type(self.predictor).__name__, "predictor_params": self.predictor.get_params(),

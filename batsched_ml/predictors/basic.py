@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..validation import positive_int
 from .base import RuntimePredictor
 
 
@@ -33,7 +34,7 @@ class UserAverage(RuntimePredictor):
     name = "ave2"
 
     def __init__(self, window: int = 2):
-        self.window = window
+        self.window = positive_int(window, "window", "how many past runtimes of the user are averaged")
         super().__init__()
 
     def reset(self):

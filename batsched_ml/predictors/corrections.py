@@ -6,6 +6,7 @@ caps it at the requested time. Jobs are never killed at their prediction.
 
 from __future__ import annotations
 
+from ..validation import ValidationError, check_number, positive
 from .base import Correction
 
 MINUTE, HOUR = 60.0, 3600.0
@@ -30,7 +31,9 @@ class IncrementalCorrection(Correction):
     name = "incremental"
 
     def __init__(self, steps=LADDER):
-        self.steps = tuple(steps)
+        if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__") or not list(steps):
+            raise ValidationError(f"steps must be a non-empty list of seconds, got {steps!r}")
+        self.steps = tuple(positive(step, "every correction step", "seconds added") for step in steps)
 
     def advance(self, estimate, state, job, now: float) -> tuple:
         """``state``: how many steps were taken so far."""
@@ -49,7 +52,8 @@ class DoublingCorrection(Correction):
     name = "doubling"
 
     def __init__(self, factor: float = 2.0):
-        self.factor = factor
+        self.factor = check_number(factor, "factor", low=1, low_open=True,
+                                   meaning="the new estimate is factor x the elapsed time")
 
     def advance(self, estimate, state, job, now: float) -> tuple:
         elapsed = max(now - job.start_time, 1.0)

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from ..validation import finite, non_negative, positive
 from .base import Params, RuntimePredictor
 
 DAY, WEEK = 86400.0, 7 * 86400.0
@@ -195,11 +196,11 @@ class ELossRegressor(RuntimePredictor):
         self.over = over
         self.under = under
         self.gamma = gamma
-        self.eta = eta
-        self.alpha = alpha
+        self.eta = positive(eta, "eta", "NAG learning rate")
+        self.alpha = non_negative(alpha, "alpha", "l2 regularisation")
         self.degree = degree
         self.weight_time = weight_time
-        self.time_offset = time_offset
+        self.time_offset = finite(time_offset, "time_offset", "seconds added to subtime")
         n = len(FEATURES)
         iu = np.triu_indices(n)
         self._iu0, self._iu1 = iu

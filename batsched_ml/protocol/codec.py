@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
+from math import isfinite
 from os import PathLike
 
 from .coreset import CoreSet, format_mask
@@ -48,7 +50,6 @@ from .events import (
     SetJobMetadata,
     SimulationBegins,
     SimulationEnds,
-    split_job_id,
 )
 
 try:  # optional accelerator for parsing; results are checked equal to json.loads in the tests
@@ -62,6 +63,7 @@ __all__ = [
     "MAX_CORE_ID",
     "TRANSCRIPT_TAGS",
     "ProtocolError",
+    "ProtocolViolation",
     "decode",
     "encode",
     "parse_alloc",
@@ -95,6 +97,12 @@ class ProtocolError(ValueError):
         self.event_type = event_type
 
 
+class ProtocolViolation(ProtocolError):
+    """A well-formed message that Batsim never sends in this state (a second SIMULATION_BEGINS, the
+    completion of a job that is not running, time going backwards...): the peer is not a correct
+    Batsim, and going on would corrupt the schedule."""
+
+
 class _Invalid(Exception):
     """A problem inside one event's data; ``decode`` adds the context."""
 
@@ -102,15 +110,58 @@ class _Invalid(Exception):
 # ----------------------------------------------------------------------- helpers
 
 
-def _excerpt(raw) -> str:
-    if isinstance(raw, str):
-        text = raw
-    else:
-        text = bytes(raw).decode("utf-8", "backslashreplace")
-    text = text.strip()
-    if len(text) <= _EXCERPT:
+# Quoted input is escaped (control bytes such as NUL, ESC or newlines are shown as \\x00, \\x1b,
+# \\n) and truncated before it is built, so an error about a 50 MB message costs microseconds and
+# always fits on one line.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS.update({ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"})
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = 80
+_SHORT.maxlong = 40
+_SHORT.maxlist = _SHORT.maxdict = _SHORT.maxtuple = 6
+_SHORT.maxlevel = 3
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every unprintable character escaped (controls, line separators, format and
+    unassigned code points): safe to print on one terminal line."""
+    if text.isprintable():
         return text
-    return f"{text[:_EXCERPT]}... ({len(text)} chars)"
+    return "".join(char if char.isprintable() else _escape_char(char) for char in text)
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    special = _CONTROLS.get(code)
+    if special is not None:
+        return special
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _q(value) -> str:
+    """A short, escaped ``repr`` of a value taken from a message (for error texts)."""
+    try:
+        return escape_controls(_SHORT.repr(value))
+    except RecursionError:  # pragma: no cover - reprlib stops at maxlevel
+        return f"<{type(value).__name__}>"
+
+
+def excerpt(raw, limit: int = _EXCERPT) -> str:
+    """The start of a raw message for an error text: at most ``limit`` characters, escaped, with
+    the full length when cut. Only the start is decoded, whatever the message's size."""
+    size = len(raw)
+    if isinstance(raw, str):
+        text = raw[: limit + 1]
+    else:
+        text = bytes(raw[: 4 * limit + 4]).decode("utf-8", "backslashreplace")[: limit + 1]
+    text = escape_controls(text.strip())
+    if len(text) <= limit and size <= 4 * limit:
+        return text
+    unit = "chars" if isinstance(raw, str) else "bytes"
+    return f"{text[:limit]}... ({size} {unit})"
+
+
+_excerpt = excerpt
 
 
 def _is_number(value) -> bool:
@@ -122,46 +173,48 @@ def _member(data: dict, key: str):
     try:
         return data[key]
     except KeyError:
-        raise _Invalid(f"missing data member {key!r}") from None
+        raise _Invalid(f"missing data member {_q(key)}") from None
 
 
 def _str_member(data: dict, key: str) -> str:
     value = _member(data, key)
     if type(value) is not str:
-        raise _Invalid(f"data member {key!r} must be a string, got {value!r}")
+        raise _Invalid(f"data member {_q(key)} must be a string, got {_q(value)}")
     return value
 
 
 def _dict_member(data: dict, key: str) -> dict:
     value = _member(data, key)
     if type(value) is not dict:
-        raise _Invalid(f"data member {key!r} must be an object, got {value!r}")
+        raise _Invalid(f"data member {_q(key)} must be an object, got {_q(value)}")
     return value
 
 
-def _check_job_id(value, what: str) -> str:
+def _check_job_id(value, key: str, element: bool = False) -> str:
+    """``value`` if it is a job id ``workload!name``; the error text names ``key`` (built only then)."""
+    if type(value) is str:
+        workload, bang, name = value.partition("!")
+        if workload and name and "!" not in name:
+            return value
+    what = f"an element of {key!r}" if element else f"data member {key!r}"
     if type(value) is not str:
-        raise _Invalid(f"{what} must be a string 'workload!name', got {value!r}")
-    try:
-        split_job_id(value)
-    except ValueError:
-        raise _Invalid(
-            f"{what} {value!r} is not a job id: it needs exactly one '!' between a workload "
-            "name and a job name (e.g. 'w0!17')"
-        ) from None
-    return value
+        raise _Invalid(f"{what} must be a string 'workload!name', got {_q(value)}")
+    raise _Invalid(
+        f"{what} {_q(value)} is not a job id: it needs exactly one '!' between a workload "
+        "name and a job name (e.g. 'w0!17')"
+    )
 
 
 def _job_id_member(data: dict, key: str = "job_id") -> str:
-    return _check_job_id(_member(data, key), f"data member {key!r}")
+    return _check_job_id(_member(data, key), key)
 
 
 def _job_id_list(data: dict, key: str = "job_ids") -> list:
     ids = _member(data, key)
     if type(ids) is not list or not ids:
-        raise _Invalid(f"data member {key!r} must be a non-empty array of job ids, got {ids!r}")
+        raise _Invalid(f"data member {_q(key)} must be a non-empty array of job ids, got {_q(ids)}")
     for job_id in ids:
-        _check_job_id(job_id, f"an element of {key!r}")
+        _check_job_id(job_id, key, True)
     return ids
 
 
@@ -177,7 +230,7 @@ def _exact_members(data: dict, expected: tuple[str, ...], etype: str) -> None:
             f"(Batsim checks the member count of {etype} and aborts)"
         )
     missing = next(key for key in expected if key not in data)
-    raise _Invalid(f"missing data member {missing!r}")
+    raise _Invalid(f"missing data member {_q(missing)}")
 
 
 def parse_alloc(text: str) -> CoreSet:
@@ -188,7 +241,7 @@ def parse_alloc(text: str) -> CoreSet:
     offending token otherwise, and for an empty string.
     """
     if type(text) is not str:
-        raise ValueError(f"an allocation must be a string like '0-3 5', got {text!r}")
+        raise ValueError(f"an allocation must be a string like '0-3 5', got {_q(text)}")
     if not text:
         raise ValueError("the allocation is empty")
     mask = 0
@@ -196,15 +249,15 @@ def parse_alloc(text: str) -> CoreSet:
         first, dash, last = token.partition("-")
         if not (first.isdigit() and first.isascii() and (not dash or (last.isdigit() and last.isascii()))):
             raise ValueError(
-                f"malformed allocation {text!r}: token {token!r} is not 'N' or 'N-M' "
+                f"malformed allocation {_q(text)}: token {_q(token)} is not 'N' or 'N-M' "
                 "(non-negative integers separated by single spaces)"
             )
         lo = int(first)
         hi = int(last) if dash else lo
         if hi < lo:
-            raise ValueError(f"malformed allocation {text!r}: range {token!r} is reversed")
+            raise ValueError(f"malformed allocation {_q(text)}: range {_q(token)} is reversed")
         if hi > MAX_CORE_ID:
-            raise ValueError(f"malformed allocation {text!r}: core id {hi} exceeds {MAX_CORE_ID}")
+            raise ValueError(f"malformed allocation {_q(text)}: core id {hi} exceeds {MAX_CORE_ID}")
         mask |= ((1 << (hi - lo + 1)) - 1) << lo
     return CoreSet(mask)
 
@@ -213,39 +266,39 @@ def _alloc_member(data: dict, key: str) -> CoreSet:
     try:
         return parse_alloc(_member(data, key))
     except ValueError as error:
-        raise _Invalid(f"data member {key!r}: {error}") from None
+        raise _Invalid(f"data member {_q(key)}: {error}") from None
 
 
 def _check_job(job: dict, job_id: str) -> None:
     """What Batsim's ``Job::from_json`` requires of a job description (plus res > 0)."""
-    if "id" not in job:
-        raise _Invalid("missing job member 'id'")
-    jid = job["id"]
-    if type(jid) is int:
+    get = job.get
+    jid = get("id")
+    if type(jid) is not str:
+        if type(jid) is not int:
+            if "id" not in job:
+                raise _Invalid("missing job member 'id'")
+            raise _Invalid(f"job member 'id' must be a string or an integer, got {_q(jid)}")
         jid = str(jid)
-    elif type(jid) is not str:
-        raise _Invalid(f"job member 'id' must be a string or an integer, got {jid!r}")
-    full = jid if "!" in jid else f"{job_id.split('!', 1)[0]}!{jid}"  # Batsim prefixes a bare id
-    if full != job_id:
-        raise _Invalid(f"job member 'id' {job['id']!r} does not match data member 'job_id' {job_id!r}")
-    if "subtime" not in job:
-        raise _Invalid("missing job member 'subtime'")
-    if not _is_number(job["subtime"]):
-        raise _Invalid(f"job member 'subtime' must be a number, got {job['subtime']!r}")
-    res = job.get("res")
+    if jid != job_id and f"{job_id.partition('!')[0]}!{jid}" != job_id:  # Batsim prefixes a bare id
+        raise _Invalid(f"job member 'id' {_q(job['id'])} does not match data member 'job_id' {_q(job_id)}")
+    subtime = get("subtime")
+    if not _is_number(subtime):
+        if "subtime" not in job:
+            raise _Invalid("missing job member 'subtime'")
+        raise _Invalid(f"job member 'subtime' must be a number, got {_q(subtime)}")
+    res = get("res")
     if type(res) is not int or res <= 0:
         if res is None and "res" not in job:
             raise _Invalid("missing job member 'res'")
-        raise _Invalid(f"job member 'res' must be a positive integer, got {res!r}")
-    if "walltime" in job:
-        walltime = job["walltime"]
-        if not _is_number(walltime) or not (walltime == -1 or walltime > 0):
-            raise _Invalid(f"job member 'walltime' must be -1 (none) or a positive number, got {walltime!r}")
-    profile = job.get("profile")
+        raise _Invalid(f"job member 'res' must be a positive integer, got {_q(res)}")
+    walltime = get("walltime", -1)
+    if walltime != -1 and not (_is_number(walltime) and walltime > 0):
+        raise _Invalid(f"job member 'walltime' must be -1 (none) or a positive number, got {_q(walltime)}")
+    profile = get("profile")
     if type(profile) is not str:
         if "profile" not in job:
             raise _Invalid("missing job member 'profile'")
-        raise _Invalid(f"job member 'profile' must be a string, got {profile!r}")
+        raise _Invalid(f"job member 'profile' must be a string, got {_q(profile)}")
 
 
 # ------------------------------------------------------------ Batsim -> scheduler
@@ -274,7 +327,10 @@ def _simulation_begins(ts: float, data: dict, now: float) -> SimulationBegins:
     for key in ("nb_resources", "nb_compute_resources"):
         value = _member(data, key)
         if type(value) is not int or value <= 0:
-            raise _Invalid(f"data member {key!r} must be a positive integer, got {value!r}")
+            raise _Invalid(f"data member {_q(key)} must be a positive integer, got {_q(value)}")
+        if value > MAX_CORE_ID + 1:
+            raise _Invalid(f"data member {_q(key)} is {value}: batsched-ml handles machines of at most "
+                           f"{MAX_CORE_ID + 1} resources")
         counts.append(value)
     if counts[1] > counts[0]:
         raise _Invalid(f"nb_compute_resources ({counts[1]}) exceeds nb_resources ({counts[0]})")
@@ -283,7 +339,7 @@ def _simulation_begins(ts: float, data: dict, now: float) -> SimulationBegins:
         if key in data:
             value = data[key]
             if type(value) is not kind:
-                raise _Invalid(f"data member {key!r} must be a {kind.__name__}, got {value!r}")
+                raise _Invalid(f"data member {_q(key)} must be a {kind.__name__}, got {_q(value)}")
             optional[key] = value
     machines = optional.get("compute_resources")
     if machines is not None and len(machines) != counts[1]:
@@ -298,7 +354,7 @@ def _job_submitted(ts: float, data: dict, now: float) -> JobSubmitted:
     _check_job(job, job_id)
     profile = data.get("profile")
     if profile is not None and type(profile) is not dict:
-        raise _Invalid(f"data member 'profile' must be an object, got {profile!r}")
+        raise _Invalid(f"data member 'profile' must be an object, got {_q(profile)}")
     return JobSubmitted(ts, job_id, job, profile)
 
 
@@ -306,24 +362,24 @@ def _job_completed(ts: float, data: dict, now: float) -> JobCompleted:
     job_id = _job_id_member(data)
     state = _member(data, "job_state")
     if state not in JOB_STATES:
-        raise _Invalid(f"data member 'job_state' must be one of {', '.join(JOB_STATES)}, got {state!r}")
+        raise _Invalid(f"data member 'job_state' must be one of {', '.join(JOB_STATES)}, got {_q(state)}")
     return_code = _member(data, "return_code")
     if type(return_code) is not int:
-        raise _Invalid(f"data member 'return_code' must be an integer, got {return_code!r}")
-    _alloc_member(data, "alloc")  # checked; JobCompleted keeps the text
-    return JobCompleted(ts, job_id, state, return_code, data["alloc"])
+        raise _Invalid(f"data member 'return_code' must be an integer, got {_q(return_code)}")
+    mask = _alloc_member(data, "alloc").mask  # JobCompleted keeps the text, and the cores for the core's check
+    return JobCompleted(ts, job_id, state, return_code, data["alloc"], mask)
 
 
 def _job_killed(ts: float, data: dict, now: float) -> JobKilled:
     job_ids = _job_id_list(data)
     progress = data.get("job_progress", {})  # a job that finished before the kill has no entry
     if type(progress) is not dict:
-        raise _Invalid(f"data member 'job_progress' must be an object, got {progress!r}")
+        raise _Invalid(f"data member 'job_progress' must be an object, got {_q(progress)}")
     for job_id, entry in progress.items():
         if job_id not in job_ids:
-            raise _Invalid(f"job_progress has an entry for {job_id!r}, which is not in job_ids {job_ids!r}")
+            raise _Invalid(f"job_progress has an entry for {_q(job_id)}, which is not in job_ids {_q(job_ids)}")
         if type(entry) is not dict:
-            raise _Invalid(f"job_progress entry of {job_id!r} must be an object, got {entry!r}")
+            raise _Invalid(f"job_progress entry of {_q(job_id)} must be an object, got {_q(entry)}")
     return JobKilled(ts, job_ids, progress)
 
 
@@ -387,15 +443,15 @@ def _execute_job(ts: float, data: dict, now: float) -> ExecuteJob:
 def _check_mapping(mapping, nb_allocated: int) -> None:
     """Batsim's rules: executors 0..n-1, each mapped to an index within the allocation."""
     if type(mapping) is not dict or not mapping:
-        raise _Invalid(f"data member 'mapping' must be a non-empty object, got {mapping!r}")
+        raise _Invalid(f"data member 'mapping' must be a non-empty object, got {_q(mapping)}")
     executors = set()
     for key, value in mapping.items():
         try:
             executor, resource = int(key), int(value)
         except (TypeError, ValueError):
-            raise _Invalid(f"mapping entry {key!r}: {value!r} is not integer -> integer") from None
+            raise _Invalid(f"mapping entry {_q(key)}: {_q(value)} is not integer -> integer") from None
         if type(value) not in (int, str):
-            raise _Invalid(f"mapping entry {key!r}: {value!r} is not integer -> integer")
+            raise _Invalid(f"mapping entry {_q(key)}: {_q(value)} is not integer -> integer")
         if not 0 <= resource < nb_allocated:
             raise _Invalid(
                 f"mapping sends executor {executor} to resource #{resource} of the allocation, "
@@ -420,10 +476,10 @@ def _call_me_later(ts: float, data: dict, now: float) -> CallMeLater:
     _exact_members(data, ("timestamp",), "CALL_ME_LATER")
     at = data["timestamp"]
     if not _is_number(at):
-        raise _Invalid(f"data member 'timestamp' must be a number, got {at!r}")
+        raise _Invalid(f"data member 'timestamp' must be a number, got {_q(at)}")
     if not at > now:
         raise _Invalid(
-            f"asks to be called at {at!r}, which is not strictly later than now={now!r} "
+            f"asks to be called at {_q(at)}, which is not strictly later than now={_q(now)} "
             "(Batsim aborts on such a request)"
         )
     return CallMeLater(ts, float(at))
@@ -434,7 +490,7 @@ def _register_profile(ts: float, data: dict, now: float) -> RegisterProfile:
     name = _str_member(data, "profile_name")
     profile = _dict_member(data, "profile")
     if type(profile.get("type")) is not str:
-        raise _Invalid(f"the profile {name!r} needs a string member 'type', got {profile!r}")
+        raise _Invalid(f"the profile {_q(name)} needs a string member 'type', got {_q(profile)}")
     return RegisterProfile(ts, workload, name, profile)
 
 
@@ -450,7 +506,7 @@ def _set_job_metadata(ts: float, data: dict, now: float) -> SetJobMetadata:
     job_id = _job_id_member(data)
     metadata = _str_member(data, "metadata")
     if '"' in metadata:
-        raise _Invalid(f"data member 'metadata' must not contain double quotes, got {metadata!r}")
+        raise _Invalid(f"data member 'metadata' must not contain double quotes, got {_q(metadata)}")
     return SetJobMetadata(ts, job_id, metadata)
 
 
@@ -475,6 +531,10 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+# One decoder for every message: ``json.loads`` with an option builds a new one per call (~5 us).
+_std_decode = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
 def _load(raw):
     """Parse the JSON text; every failure becomes a ProtocolError."""
     if _fast_loads is not None:
@@ -486,22 +546,38 @@ def _load(raw):
         text = raw
     elif isinstance(raw, (bytes, bytearray, memoryview)):
         try:
-            text = bytes(raw).decode("utf-8")
+            text = raw.decode("utf-8") if type(raw) is bytes else bytes(raw).decode("utf-8")
         except UnicodeDecodeError as error:
             raise ProtocolError(
-                f"message is not valid UTF-8 (byte {bytes(raw)[error.start]:#04x} at offset {error.start}): "
+                f"message is not valid UTF-8 (byte {raw[error.start]:#04x} at offset {error.start}): "
                 f"{_excerpt(raw)}"
             ) from None
     else:
         raise ProtocolError(f"a message must be bytes or str, not {type(raw).__name__}")
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return _std_decode(text)
+    except RecursionError:
+        raise ProtocolError(f"message is nested too deeply to be a protocol message (arrays or objects "
+                            f"more than ~1000 levels deep): {_excerpt(text)}") from None
     except ValueError as error:
         if isinstance(error, json.JSONDecodeError):
             where = f"{error.msg} at line {error.lineno} column {error.colno}"
             near = text[max(0, error.pos - 30) : error.pos + 30]
-            raise ProtocolError(f"message is not valid JSON ({where}, near {near!r}): {_excerpt(text)}") from None
+            raise ProtocolError(f"message is not valid JSON ({where}, near {_q(near)}): {_excerpt(text)}") from None
         raise ProtocolError(f"message is not valid JSON ({error}): {_excerpt(text)}") from None
+
+
+def _event_text(event, message_size: int) -> str:
+    """The offending event for an error text: its JSON when the message is small, else a short repr."""
+    if message_size <= 4 * _EXCERPT:
+        try:
+            text = json.dumps(event, separators=(",", ":"), ensure_ascii=False, default=repr)
+        except (ValueError, RecursionError):
+            text = _q(event)
+        text = escape_controls(text)
+    else:
+        text = _q(event)
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
 
 
 def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
@@ -512,7 +588,7 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
     """
     parsers = _PARSERS.get(direction)
     if parsers is None:
-        raise ValueError(f"direction must be {EVENTS!r} or {DECISIONS!r}, not {direction!r}")
+        raise ValueError(f"direction must be {_q(EVENTS)} or {_q(DECISIONS)}, not {_q(direction)}")
     doc = _load(raw)
     if type(doc) is not dict:
         raise ProtocolError(f"message is not a JSON object but a {type(doc).__name__}: {_excerpt(raw)}")
@@ -521,7 +597,7 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
     except KeyError:
         raise ProtocolError(f"message has no 'now' member: {_excerpt(raw)}") from None
     if not _is_number(now):
-        raise ProtocolError(f"message 'now' must be a finite number, got {now!r}: {_excerpt(raw)}")
+        raise ProtocolError(f"message 'now' must be a finite number, got {_q(now)}: {_excerpt(raw)}")
     now = float(now)
     try:
         raw_events = doc["events"]
@@ -546,16 +622,17 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
                     f"unknown event type for the {direction} direction ({_DIRECTION_TEXT[direction]}); "
                     f"known types: {', '.join(parsers)}"
                 )
-            if "timestamp" not in event:
-                raise _Invalid("missing event member 'timestamp'")
-            ts = event["timestamp"]
-            if not _is_number(ts):
-                raise _Invalid(f"event 'timestamp' must be a finite number, got {ts!r}")
-            ts = float(ts)
+            ts = event.get("timestamp")
+            if type(ts) is not float or not isfinite(ts):
+                if type(ts) is not int:
+                    if "timestamp" not in event:
+                        raise _Invalid("missing event member 'timestamp'")
+                    raise _Invalid(f"event 'timestamp' must be a finite number, got {_q(ts)}")
+                ts = float(ts)
             if ts > now:
-                raise _Invalid(f"event timestamp {ts!r} is later than the message now={now!r}")
+                raise _Invalid(f"event timestamp {_q(ts)} is later than the message now={_q(now)}")
             if ts < previous:
-                raise _Invalid(f"events are not sorted by timestamp: {ts!r} comes after {previous!r}")
+                raise _Invalid(f"events are not sorted by timestamp: {_q(ts)} comes after {_q(previous)}")
             previous = ts
             data = event.get("data")
             if type(data) is not dict:
@@ -563,9 +640,7 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
             events.append(parser(ts, data, now))
         except _Invalid as problem:
             shown = etype if type(etype) is str else "?"
-            event_text = json.dumps(event, separators=(",", ":"), default=repr)
-            if len(event_text) > _EXCERPT:
-                event_text = event_text[:_EXCERPT] + "..."
+            event_text = _event_text(event, len(raw))
             raise ProtocolError(
                 f"{_DIRECTION_TEXT[direction]} message, event #{index} ({shown}): {problem}; "
                 f"event: {event_text}; message: {_excerpt(raw)}",
@@ -587,8 +662,8 @@ def _alloc_text(ev: ExecuteJob) -> str:
         if alloc:
             return alloc
     else:
-        raise ProtocolError(f"EXECUTE_JOB of {ev.job_id!r}: alloc must be a CoreSet (or its text), got {alloc!r}")
-    raise ProtocolError(f"EXECUTE_JOB of {ev.job_id!r}: the allocation is empty (Batsim aborts)")
+        raise ProtocolError(f"EXECUTE_JOB of {_q(ev.job_id)}: alloc must be a CoreSet (or its text), got {_q(alloc)}")
+    raise ProtocolError(f"EXECUTE_JOB of {_q(ev.job_id)}: the allocation is empty (Batsim aborts)")
 
 
 def _encode_begins(ev: SimulationBegins) -> dict:
@@ -676,7 +751,7 @@ _ENCODERS = {
 
 
 def _not_serializable(value):
-    raise TypeError(f"{type(value).__name__} value {value!r} cannot be written as JSON")
+    raise TypeError(f"{type(value).__name__} value {_q(value)} cannot be written as JSON")
 
 
 def _make_dumps():
@@ -709,23 +784,81 @@ def _make_dumps():
 _dumps = _make_dumps()
 
 
+_float_text = float.__repr__  # what json writes for a finite float
+_json_string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept (ensure_ascii=False)
+
+
+def _number_text(value) -> str | None:
+    """JSON text of a timestamp as ``json.dumps`` writes it; None when the fast path does not apply."""
+    kind = type(value)
+    if kind is float:
+        return _float_text(value) if isfinite(value) else None
+    if kind is int:
+        return int.__repr__(value)
+    return None
+
+
+def _fast_execute(ev: ExecuteJob) -> str | None:
+    ts = _number_text(ev.timestamp)
+    if ts is None or ev.mapping is not None or type(ev.job_id) is not str:
+        return None
+    return f'{{"timestamp":{ts},"type":"EXECUTE_JOB","data":{{"job_id":{_json_string(ev.job_id)},"alloc":"{_alloc_text(ev)}"}}}}'
+
+
+def _fast_call(ev: CallMeLater) -> str | None:
+    ts, at = _number_text(ev.timestamp), _number_text(ev.at)
+    if ts is None or at is None:
+        return None
+    return f'{{"timestamp":{ts},"type":"CALL_ME_LATER","data":{{"timestamp":{at}}}}}'
+
+
+# The decisions a scheduler sends most, written without building a dict (same bytes as the
+# general path: ``tests/test_protocol.py`` checks it); anything else goes through ``_ENCODERS``.
+_FAST_ENCODERS = {ExecuteJob: _fast_execute, CallMeLater: _fast_call}
+
+
 def encode(message: Message) -> bytes:
     """Write a message as compact UTF-8 JSON: ``{"now":..,"events":[{"timestamp","type","data"}..]}``.
 
     Works for both directions. ``RejectJob.reason`` is not sent; ``mapping`` only
     when set. Raises ProtocolError for an object that has no wire form.
     """
+    now = _number_text(message.now)
+    if now is None:
+        return _encode_general(message)
+    if not message.events:  # most replies: nothing to do
+        return f'{{"now":{now},"events":[]}}'.encode()
+    fast, encoders, parts = _FAST_ENCODERS, _ENCODERS, []
+    try:
+        for event in message.events:
+            writer = fast.get(event.__class__)
+            text = None if writer is None else writer(event)
+            if text is None:
+                encoder = encoders.get(event.__class__)
+                if encoder is None:
+                    raise ProtocolError(f"cannot encode {_q(event)}: not a protocol event or decision")
+                text = _dumps(encoder(event))
+            parts.append(text)
+        return f'{{"now":{now},"events":[{",".join(parts)}]}}'.encode("utf-8")
+    except (TypeError, ValueError) as error:  # unknown objects, lone surrogates
+        if isinstance(error, ProtocolError):
+            raise
+        raise ProtocolError(f"cannot encode message at now={_q(message.now)}: {error}") from None
+
+
+def _encode_general(message: Message) -> bytes:
+    """The reference writer: every event through ``_ENCODERS`` and one ``json.dumps``."""
     encoders = _ENCODERS
     events = []
     for event in message.events:
         encoder = encoders.get(event.__class__)
         if encoder is None:
-            raise ProtocolError(f"cannot encode {event!r}: not a protocol event or decision")
+            raise ProtocolError(f"cannot encode {_q(event)}: not a protocol event or decision")
         events.append(encoder(event))
     try:
         return _dumps({"now": message.now, "events": events}).encode("utf-8")
     except (TypeError, ValueError) as error:  # NaN, infinity, unknown objects, lone surrogates
-        raise ProtocolError(f"cannot encode message at now={message.now!r}: {error}") from None
+        raise ProtocolError(f"cannot encode message at now={_q(message.now)}: {error}") from None
 
 
 # -------------------------------------------------------------------- transcripts
@@ -745,7 +878,7 @@ def read_transcript(path: str | PathLike) -> list[tuple[str, Message]]:
             tag, _, body = line.partition(" ")
             direction = TRANSCRIPT_TAGS.get(tag)
             if direction is None:
-                raise ProtocolError(f"{path}:{lineno}: unknown tag {tag!r}, expected BATSIM or SCHED")
+                raise ProtocolError(f"{path}:{lineno}: unknown tag {_q(tag)}, expected BATSIM or SCHED")
             try:
                 messages.append((tag, decode(body, direction=direction)))
             except ProtocolError as error:

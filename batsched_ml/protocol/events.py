@@ -64,6 +64,7 @@ class JobCompleted:
     job_state: str
     return_code: int
     alloc: str
+    mask: int | None = field(default=None, compare=False)  # ``alloc`` parsed, when the sender has it
     type = "JOB_COMPLETED"
 
 

@@ -8,6 +8,7 @@ from ..core.queue import JobQueue
 from ..core.scheduler import Context, Scheduler
 from ..policies.orders import SJBF
 from ..plugins import resolve_policy
+from .. import validation as check
 
 
 class QueueScheduler(Scheduler):
@@ -26,12 +27,12 @@ class QueueScheduler(Scheduler):
         self.policy = resolve_policy(policy) if isinstance(policy, str) else policy
         self.reservations = reservations
         self.backfill_order = backfill_order
-        self.starvation_threshold = starvation_threshold
+        self.starvation_threshold = check.starvation_threshold(starvation_threshold)
         self.estimator = estimator
         if options:
             # a misspelt -o KEY=VALUE must not be silently ignored
             raise ValueError(f"scheduler {self.name!r} has no option(s) {', '.join(sorted(options))}")
-        self.queue = JobQueue(self.policy, starvation_threshold)
+        self.queue = JobQueue(self.policy, self.starvation_threshold)
         self.nb_cores = 0
         self._released: list = []
         self._ended: list = []
@@ -85,6 +86,9 @@ class QueueScheduler(Scheduler):
 
     def report(self) -> dict:
         return {} if self.estimator is None else {"predictions": self.estimator.report()}
+
+    def job_details(self) -> dict:
+        return {} if self.estimator is None else {"predictions": self.estimator.job_predictions()}
 
     def correction_window(self) -> tuple[float, float] | None:
         """When a running job's longer occupancy could change this scheduler's next pass:

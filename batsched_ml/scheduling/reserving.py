@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..core.job import RUNNING
 from ..core.scheduler import Context
 from .base import QueueScheduler
+from ..validation import non_negative
 from .profile import PROFILES, Placement
 
 # How long a job that outlived its estimate is assumed to keep its cores when
@@ -29,7 +30,7 @@ class ProfileScheduler(QueueScheduler):
         # option, 5 s by default): part of batsched's model, so of ``cores``.
         if rjms_delay is None:
             rjms_delay = 5.0 if reservations == "cores" else 0.0
-        self.rjms_delay = float(rjms_delay)
+        self.rjms_delay = non_negative(rjms_delay, "rjms_delay", "seconds added to every planned job")
         self.profile = None
 
     def span(self, job) -> float:

@@ -6,16 +6,16 @@ message is encoded and sent, the reply is decoded as decisions (checked like
 Batsim checks them) and applied. Any Batsim-4 scheduler can therefore run on
 the embedded simulator: ``batsched-ml serve``, batsched, pybatsim.
 
-Dynamic jobs are enabled by default when connecting (like running Batsim with
-``--enable-dynamic-jobs``), so a requeueing scheduler works; such a scheduler
-must then send ``NOTIFY registration_finished`` (``batsched-ml serve`` does).
-Set ``args.dynamic_jobs = False`` for a scheduler that never sends it.
+Dynamic jobs are off by default, as in Batsim: a command line that works with
+Batsim works here. ``--enable-dynamic-jobs`` (Batsim's flag, ``dynamic_jobs=True``)
+turns them on for a requeueing scheduler, which must then send ``NOTIFY
+registration_finished`` (``batsched-ml serve`` does).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
-from pathlib import Path
 
 import zmq
 
@@ -23,6 +23,7 @@ from ..protocol.codec import DECISIONS, ProtocolError, decode, encode
 from ..protocol.events import Message, SimulationBegins
 from ..simulator.engine import SimulationError, SimulationResult, Simulator
 from ..runner import load_inputs
+from .console import HINT_AFTER, scheduler_hint
 from .transport import ERROR_PREFIX, Channel
 
 __all__ = ["batsim_like_begins", "load_inputs", "remote_exchange", "run_connected", "simulate_connected"]
@@ -49,9 +50,18 @@ def batsim_like_begins(event: SimulationBegins) -> SimulationBegins:
     return replace(event, config=config, compute_resources=resources, extra=extra)
 
 
-def remote_exchange(channel: Channel, log=None):
-    """The ``exchange(now, events) -> (reply_now, decisions)`` of a scheduler behind ``channel``."""
+def remote_exchange(channel: Channel, log=None, *, err=None, hint_after: float = HINT_AFTER):
+    """The ``exchange(now, events) -> (reply_now, decisions)`` of a scheduler behind ``channel``.
+
+    While the first reply is awaited, a hint naming ``serve`` goes to ``err`` after ``hint_after`` s.
+    """
     endpoint = channel.endpoint
+    first = [True]
+
+    def hint(waited):
+        if first[0] and waited >= hint_after and err is not None:
+            first[0] = False
+            print(scheduler_hint(endpoint, waited), file=err, flush=True)
 
     def exchange(now, events):
         if events and type(events[0]) is SimulationBegins:
@@ -60,7 +70,12 @@ def remote_exchange(channel: Channel, log=None):
         if log is not None:
             log.batsim(payload)
         channel.send(payload)
-        raw = channel.recv(f"the scheduler's reply to the message at now={now!r}")
+        if first[0]:
+            raw = channel.recv(f"the scheduler's reply to the message at now={now!r}", tick=hint,
+                               tick_every=min(1.0, hint_after))
+            first[0] = False
+        else:
+            raw = channel.recv(f"the scheduler's reply to the message at now={now!r}")
         if log is not None:
             log.sched(raw)
         if raw.startswith(ERROR_PREFIX):
@@ -77,33 +92,43 @@ def remote_exchange(channel: Channel, log=None):
 
 
 def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: float | None = None,
-                  dynamic_jobs: bool = True, profile_reuse: bool = False, log_path=None,
-                  progress=None) -> SimulationResult:
-    """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``."""
+                  dynamic_jobs: bool = False, profile_reuse: bool = False, log_path=None,
+                  progress=None, err=None, hint_after: float = HINT_AFTER) -> SimulationResult:
+    """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``.
+
+    ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s.
+    """
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs,
                     profile_reuse=profile_reuse, progress=progress)
     if prefix is not None:
-        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        from ..validation import output_prefix
+
+        output_prefix(prefix)
     from .transport import MessageLog
 
     log = MessageLog(log_path) if log_path else None
     channel = Channel(zmq.REQ, endpoint, bind=False, timeout=timeout, peer_name="the scheduler")
     try:
-        return sim.run(remote_exchange(channel, log), prefix=None if prefix is None else str(prefix))
+        exchange = remote_exchange(channel, log, err=err, hint_after=hint_after)
+        return sim.run(exchange, prefix=None if prefix is None else str(prefix))
     finally:
         channel.close(0)
         if log is not None:
             log.close()
 
 
-def simulate_connected(args) -> SimulationResult:
+def simulate_connected(args, progress=None) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
-    ``timeout``; optional ``dynamic_jobs`` (default True), ``profile_reuse``, ``log``)."""
+    ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``,
+    ``quiet``). ``progress``: as for ``Simulator`` (the CLI passes its progress reporter)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
+    dynamic_jobs = bool(getattr(args, "dynamic_jobs", False))
+    if not getattr(args, "quiet", False):
+        print(f"batsched-ml simulate: connecting to the scheduler at {args.connect} as Batsim would (dynamic "
+              f"jobs {'on' if dynamic_jobs else 'off'})", file=sys.stderr, flush=True)
     return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
-                         dynamic_jobs=getattr(args, "dynamic_jobs", True),
-                         profile_reuse=getattr(args, "profile_reuse", False),
-                         log_path=getattr(args, "log", None))
+                         dynamic_jobs=dynamic_jobs, profile_reuse=getattr(args, "profile_reuse", False),
+                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr)

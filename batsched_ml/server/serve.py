@@ -32,8 +32,10 @@ import traceback
 import zmq
 
 from ..core.decision_core import DecisionCore
-from ..protocol.codec import ProtocolError, decode, encode
-from ..protocol.events import Message, SimulationEnds
+from ..core.job import QUEUED
+from ..protocol.codec import ProtocolError, ProtocolViolation, decode, encode, escape_controls, excerpt
+from ..protocol.events import Message
+from .console import HINT_AFTER, ProgressLine, batsim_hint, connect_form
 from .transport import DEFAULT_ENDPOINT, ERROR_PREFIX, Channel, MessageLog, TransportError
 
 __all__ = ["DecisionServer", "ServerStats", "serve", "run_server"]
@@ -70,23 +72,19 @@ class DecisionServer:
     def __init__(self, scheduler, *, stats: ServerStats | None = None):
         self.core = DecisionCore(scheduler)
         self.stats = stats or ServerStats()
-        self.last_now = None
         self.ended = False
 
     def answer(self, raw: bytes) -> bytes:
         stats = self.stats
-        t0 = time.perf_counter()
+        clock = time.perf_counter
+        t0 = clock()
         message = decode(raw)  # ProtocolError names the event and quotes the message
         now = message.now
-        if self.last_now is not None and now < self.last_now:
-            raise ProtocolError(f"Batsim->scheduler message: now={now!r} is earlier than the previous "
-                                f"message's now={self.last_now!r}")
-        self.last_now = now
         events = message.events
-        t1 = time.perf_counter()
-        decisions = self.core.handle(now, events)
-        t2 = time.perf_counter()
-        if any(type(event) is SimulationEnds for event in events):
+        t1 = clock()
+        decisions = self.core.handle(now, events)  # ProtocolViolation when Batsim breaks the protocol
+        t2 = clock()
+        if self.core.ended:
             self.ended = True
             decisions = []
         elif len(decisions) > 1:
@@ -97,7 +95,7 @@ class DecisionServer:
                     break
                 previous = decision.timestamp
         reply = encode(Message(now, decisions))
-        t3 = time.perf_counter()
+        t3 = clock()
         stats.messages += 1
         stats.events += len(events)
         stats.decisions += len(decisions)
@@ -111,17 +109,19 @@ def _timestamp(decision) -> float:
 
 
 def _describe(raw: bytes, limit: int = 200) -> str:
-    text = bytes(raw).decode("utf-8", "backslashreplace").strip()
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
+    return excerpt(raw, limit)  # escaped and cut before decoding: cheap whatever the size
 
 
 def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | None = None,
-               log_path=None, stats: ServerStats | None = None, err=None, ready=None) -> int:
+               log_path=None, stats: ServerStats | None = None, err=None, ready=None, label: str | None = None,
+               hint_after: float = HINT_AFTER, progress: bool | None = None) -> int:
     """Serve decisions on ``endpoint`` until SIMULATION_ENDS; return the exit code.
 
     ``ready`` (a ``threading.Event`` or anything with ``set()``) is set once the
     socket is bound — tests and benchmarks start the peer then. ``err`` is where
-    errors are written (stderr by default).
+    errors and status lines are written (stderr by default): where it listens
+    (with the scheduler's ``label``), a hint after ``hint_after`` s without
+    Batsim, a progress line when ``progress`` (default: ``err`` is a terminal).
     """
     err = err or sys.stderr
     server = DecisionServer(scheduler, stats=stats)
@@ -133,17 +133,34 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
         stats.exit_code = 2
         return 2
     log = MessageLog(log_path) if log_path else None
+    scheduler_text = f" (scheduler {label})" if label else ""
+    print(f"batsched-ml serve: listening on {endpoint}{scheduler_text}; Batsim connects with "
+          f"-s {connect_form(endpoint)}", file=err, flush=True)
+    line = ProgressLine(err, enabled=progress)
     if ready is not None:
         ready.set()
     code = 0
     started = None
     raw = None
+    hinted = False
+
+    def waiting(waited: float) -> None:
+        nonlocal hinted
+        if raw is None:
+            if not hinted and waited >= hint_after:
+                hinted = True
+                print(batsim_hint(endpoint, waited), file=err, flush=True)
+        elif line.enabled:
+            line.update(_progress_text(server), force=True)
+
     try:
         while True:
             waiting_for = "SIMULATION_BEGINS" if raw is None else "the next message"
             try:
-                raw = channel.recv(waiting_for, fail_on_disconnect=raw is not None)
+                raw = channel.recv(waiting_for, fail_on_disconnect=raw is not None, tick=waiting,
+                                   tick_every=min(1.0, hint_after) if raw is None else 1.0)
             except TransportError as error:
+                line.close()
                 print(f"batsched-ml serve: error: {error}", file=err)
                 code = 2
                 break
@@ -154,6 +171,7 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
             try:
                 reply = server.answer(raw)
             except Exception as error:  # noqa: BLE001 - every failure must still be answered
+                line.close()
                 code = _report(error, raw, endpoint, err)
                 payload = ERROR_PREFIX + _one_line(error).encode("utf-8", "backslashreplace")
                 if log is not None:
@@ -167,10 +185,14 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
             if server.ended:
                 channel.close(_FINAL_LINGER_MS)
                 break
+            if line.enabled and line.due():
+                line.update(_progress_text(server))
     except KeyboardInterrupt:
+        line.close()
         print(f"batsched-ml serve: interrupted while serving {endpoint}", file=err)
         code = 130
     finally:
+        line.close()
         if started is not None:
             stats.wall_time = time.perf_counter() - started
         if not channel.socket.closed:
@@ -178,21 +200,40 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
         if log is not None:
             log.close()
     stats.exit_code = code
+    if code == 0:
+        print(f"batsched-ml serve: simulation ended at t={server.core.last_now} s: {stats.messages} messages "
+              f"answered in {stats.wall_time:.2f} s", file=err)
     return code
 
 
+def _progress_text(server: DecisionServer) -> str:
+    core = server.core
+    queued = sum(1 for job in core.jobs.values() if job.state == QUEUED)
+    now = core.last_now if core.last_now is not None else 0.0
+    return (f"serve: {server.stats.messages} messages, {server.stats.events} events, simulated time "
+            f"{now:.0f} s, {queued} queued, {len(core.running)} running")
+
+
 def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
+    return escape_controls(" ".join(str(error).split())) or type(error).__name__
 
 
 def _report(error: BaseException, raw: bytes, endpoint: str, err) -> int:
     from ..errors import USER_ERRORS
 
+    if isinstance(error, ProtocolViolation):
+        print(f"batsched-ml serve: error: Batsim on {endpoint} broke the protocol: {_one_line(error)}", file=err)
+        return 2
     if isinstance(error, ProtocolError):
-        print(f"batsched-ml serve: error: malformed message from Batsim on {endpoint}: {error}", file=err)
+        print(f"batsched-ml serve: error: malformed message from Batsim on {endpoint}: {_one_line(error)}",
+              file=err)
+        return 2
+    if isinstance(error, (RecursionError, MemoryError)):  # a pathological message, not a bug to trace
+        print(f"batsched-ml serve: error: cannot handle a message from Batsim on {endpoint} "
+              f"({type(error).__name__}): {_describe(raw)}", file=err)
         return 2
     if isinstance(error, USER_ERRORS):
-        print(f"batsched-ml serve: error: {error} (while answering {_describe(raw)})", file=err)
+        print(f"batsched-ml serve: error: {_one_line(error)} (while answering {_describe(raw)})", file=err)
         return 2
     print(f"batsched-ml serve: internal error while answering {_describe(raw)}:", file=err)
     traceback.print_exception(error, file=err)
@@ -205,4 +246,14 @@ def serve(args, scheduler) -> int:
     if timeout is not None and timeout <= 0:
         timeout = None
     return run_server(scheduler, getattr(args, "socket", None) or DEFAULT_ENDPOINT, timeout=timeout,
-                      log_path=getattr(args, "log", None))
+                      log_path=getattr(args, "log", None), label=scheduler_label(args))
+
+
+def scheduler_label(args) -> str:
+    """``easy/fcfs``, plus the predictor, correction and classifier when set (for the listening line)."""
+    parts = [f"{getattr(args, 'scheduler', '?')}/{getattr(args, 'policy', '?')}"]
+    for flag in ("reservations", "predictor", "correction", "classifier"):
+        value = getattr(args, flag, None)
+        if value and not (flag == "reservations" and value == "count"):
+            parts.append(f"{flag} {value}")
+    return ", ".join(parts)

@@ -12,6 +12,8 @@ import time
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
+from ..validation import timeout as check_timeout
+
 __all__ = ["DEFAULT_ENDPOINT", "ERROR_PREFIX", "Channel", "PeerGone", "TransportError", "MessageLog"]
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:28000"
@@ -21,6 +23,8 @@ DEFAULT_ENDPOINT = "tcp://127.0.0.1:28000"
 # aborts (instead of waiting forever for a reply that will never come); our own peer
 # recognises it and reports the server's error text.
 ERROR_PREFIX = b"batsched-ml: error: "
+
+_SLICE = 0.1  # seconds: how often a waiting receive looks at the connection and the clock
 
 
 class TransportError(OSError):
@@ -46,7 +50,7 @@ class Channel:
     def __init__(self, kind: int, endpoint: str, *, bind: bool, timeout: float | None = None,
                  peer_name: str = "peer", watch_disconnect: bool = True):
         self.endpoint = endpoint
-        self.timeout = timeout
+        self.timeout = check_timeout(timeout)
         self.peer_name = peer_name
         self.context = zmq.Context()
         self.socket = self.context.socket(kind)
@@ -66,10 +70,10 @@ class Channel:
             self.close()
             verb = "bind" if bind else "connect to"
             raise TransportError(f"cannot {verb} {endpoint}: {error}") from None
-        self.poller = zmq.Poller()
-        self.poller.register(self.socket, zmq.POLLIN)
-        if self.monitor is not None:
-            self.poller.register(self.monitor, zmq.POLLIN)
+        # A receive blocks in ZeroMQ for at most one slice, then the connection, the clock and the
+        # caller's ``tick`` are checked: one call per message when messages flow (no poll, no
+        # exception), a disconnection noticed within a slice.
+        self.socket.setsockopt(zmq.RCVTIMEO, int(_SLICE * 1000))
 
     def _drain_monitor(self) -> bool:
         """Read pending monitor events; True when a peer disconnected."""
@@ -87,38 +91,40 @@ class Channel:
                 self.connected = max(0, self.connected - 1)
                 gone = True
 
-    def recv(self, waiting_for: str = "a message", *, fail_on_disconnect: bool = True) -> bytes:
+    def recv(self, waiting_for: str = "a message", *, fail_on_disconnect: bool = True, tick=None,
+             tick_every: float = 1.0) -> bytes:
         """The next message; raises PeerGone on timeout or (if ``fail_on_disconnect``) disconnection.
 
         A server passes ``fail_on_disconnect=False`` before its first message: a port probe
-        that connects and leaves is not Batsim going away.
+        that connects and leaves is not Batsim going away. ``tick(waited_seconds)``, if given,
+        is called about every ``tick_every`` seconds of waiting (hints, progress).
         """
         socket = self.socket
-        try:  # fast path: the message is already there
-            return socket.recv(zmq.NOBLOCK, copy=True)
+        try:
+            return socket.recv(copy=True)  # blocks at most one slice (RCVTIMEO)
         except zmq.Again:
             pass
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        started = time.monotonic() - _SLICE
+        next_tick = None if tick is None else started + tick_every
         while True:
-            if deadline is None:
-                wait_ms = None
-            else:
-                wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            ready = dict(self.poller.poll(wait_ms))
-            if socket in ready:
-                return socket.recv(copy=True)
-            if self.monitor is not None and self.monitor in ready:
-                if self._drain_monitor() and self.connected == 0 and fail_on_disconnect:
-                    # A message sent just before the disconnection is still delivered.
-                    if socket.poll(50, zmq.POLLIN):
-                        return socket.recv(copy=True)
-                    raise PeerGone(f"{self.peer_name} disconnected from {self.endpoint} while "
-                                   f"batsched-ml was waiting for {waiting_for}")
-                continue
-            if deadline is not None and time.monotonic() >= deadline:
+            now = time.monotonic()
+            if self.monitor is not None and self._drain_monitor() and self.connected == 0 and fail_on_disconnect:
+                # A message sent just before the disconnection is still delivered.
+                if socket.poll(50, zmq.POLLIN):
+                    return socket.recv(copy=True)
+                raise PeerGone(f"{self.peer_name} disconnected from {self.endpoint} while "
+                               f"batsched-ml was waiting for {waiting_for}")
+            if next_tick is not None and now >= next_tick:
+                tick(now - started)
+                next_tick += tick_every
+            if self.timeout is not None and now - started >= self.timeout:
                 raise PeerGone(f"no message from {self.peer_name} on {self.endpoint} for "
                                f"{self.timeout:g} s while waiting for {waiting_for} "
                                f"(did {self.peer_name} stop?)")
+            try:
+                return socket.recv(copy=True)
+            except zmq.Again:
+                pass
 
     def send(self, payload: bytes) -> None:
         self.socket.send(payload, copy=len(payload) < 65536)

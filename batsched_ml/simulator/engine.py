@@ -125,6 +125,36 @@ class SimulationResult:
     messages: int = 0
 
 
+@dataclass
+class PartialOutputs:
+    """What a run stopped early left behind (attached to the exception as ``partial_outputs``)."""
+
+    sim_time: float  # simulated seconds reached
+    jobs_written: int  # rows in the jobs file: jobs that had ended
+    pending: int  # jobs queued or running when it stopped (not in the file)
+    not_submitted: int  # jobs whose submission time had not come
+    jobs_csv: str | None = None
+    schedule_csv: str | None = None
+
+    def describe(self) -> str:
+        where = f" in {self.jobs_csv}" if self.jobs_csv else ""
+        return (f"stopped at simulated time {self.sim_time:.0f} s: {self.jobs_written} ended jobs kept{where}, "
+                f"{self.pending} queued or running and {self.not_submitted} not yet submitted are not")
+
+
+@dataclass(frozen=True)
+class SimStatus:
+    """Where a run is, for progress displays (``Simulator(progress=...)``)."""
+
+    sim_time: float  # simulated seconds
+    finished: int  # jobs that reached their final state (a killed-and-requeued job counts once)
+    total: int  # jobs of the workloads
+    queued: int
+    running: int
+    messages: int
+    done: bool = False
+
+
 # Internal message kinds (what the server receives).
 _HELLO, _SUBMITTED, _BYE, _COMPLETED, _DECISION, _READY, _WAITING_DONE, _KILLING_DONE = range(8)
 
@@ -251,6 +281,10 @@ class Simulator:
 
     # ---------------------------------------------------------------- run
     def run(self, scheduler, prefix: str | None = None) -> SimulationResult:
+        """Simulate to the end; with ``prefix``, write ``PREFIX_jobs.csv`` (streamed as jobs end)
+        and ``PREFIX_schedule.csv``. If anything stops the run early (an error, Ctrl-C), both
+        files are still finished with what is known and the exception carries a
+        :class:`PartialOutputs` as ``partial_outputs`` before it propagates."""
         started = time.perf_counter()
         self._heap: list = []
         self._seq = 0
@@ -260,7 +294,8 @@ class Simulator:
         self._loopback = _ns(lat.loopback + lat.loopback_transfer)
         self._node_to_master = _ns(lat.node_to_master + lat.node_transfer)
         self._busy = 0  # busy cores bitmask
-        self._tracer = JobsTracer(self.nb_hosts)
+        jobs_csv = None if prefix is None else f"{prefix}_jobs.csv"
+        self._tracer = JobsTracer(self.nb_hosts, path=jobs_csv)
         self._registration_open = self.dynamic_jobs
         self._scheduler = scheduler
         self._events: list = []  # gathered for the next message
@@ -268,13 +303,43 @@ class Simulator:
         self._ends_sent = self._ends_acknowledged = False
         self._submitters_left = len(self.static)
         self._nb_submitted = self._nb_ended = self._nb_running = 0
+        self._nb_registered = 0  # dynamic jobs (requeued attempts)
         self._waiters = self._killers = 0
         self._kill_requested: set = set()
         self._created: list = []  # actors created while the server handles a message
         self.scheduling_time = 0.0
         self.messages = 0
         self._progress_at = 0
+        self._now = 0
+        try:
+            error, unfinished = self._simulate()
+        except BaseException as exc:
+            partial = self._finish_partial(prefix, started)
+            try:
+                exc.partial_outputs = partial
+            except AttributeError:  # an exception type without a __dict__: the files are written anyway
+                pass
+            raise
+        end_time = self._now / 1e9
+        for job in unfinished:
+            self._tracer.unfinished(job)
+        self._report_progress(final=True)
+        wall = time.perf_counter() - started
+        schedule = self._tracer.schedule_values(end_time, self.scheduling_time, wall)
+        result = SimulationResult(end_time, self._tracer.nb_jobs, wall, self.scheduling_time,
+                                  unfinished=[j.id for j in unfinished], schedule=schedule,
+                                  messages=self.messages)
+        self._tracer.close()
+        if prefix is not None:
+            result.jobs_csv = jobs_csv
+            result.schedule_csv = f"{prefix}_schedule.csv"
+            self._tracer.write_schedule(result.schedule_csv, schedule)
+        if error:
+            raise SimulationError(error)
+        return result
 
+    def _simulate(self):
+        """The event loop; returns (error or None, jobs left unfinished)."""
         submitters = [_Submitter(self, jobs) for jobs in self.static.values()]
         for s in submitters:
             s.start(0)
@@ -299,9 +364,10 @@ class Simulator:
             transit = self._in_transit
             if heap and (transit is None or heap[0][0] <= transit[0]):
                 now, _, action = heapq.heappop(heap)
+                self._now = now
                 action(now)
             elif transit is not None:
-                now = transit[0]
+                now = self._now = transit[0]
                 self._receive(now, transit)
             else:
                 break
@@ -314,26 +380,29 @@ class Simulator:
             if self._registration_open:
                 error = ("the scheduler never sent NOTIFY registration_finished although dynamic jobs are "
                          "enabled: Batsim would wait forever (a scheduler that does not use dynamic jobs, "
-                         "like batsched, needs `simulate --connect ... --no-dynamic-jobs`)")
+                         "like batsched, runs without --enable-dynamic-jobs)")
             self._events = [ev.SimulationEnds(end_time)]
             self._call(now)
-        for job in unfinished:
-            self._tracer.unfinished(job)
-        if self.progress is not None:
-            self.progress(self.nb_static, self.nb_static)
-        wall = time.perf_counter() - started
-        schedule = self._tracer.schedule_values(end_time, self.scheduling_time, wall)
-        result = SimulationResult(end_time, self._tracer.nb_jobs, wall, self.scheduling_time,
-                                  unfinished=[j.id for j in unfinished], schedule=schedule,
-                                  messages=self.messages)
-        if prefix is not None:
-            result.jobs_csv = f"{prefix}_jobs.csv"
-            result.schedule_csv = f"{prefix}_schedule.csv"
-            self._tracer.write_jobs(result.jobs_csv)
-            self._tracer.write_schedule(result.schedule_csv, schedule)
-        if error:
-            raise SimulationError(error)
-        return result
+        return error, unfinished
+
+    def _finish_partial(self, prefix, started) -> "PartialOutputs":
+        """After an early stop: close the jobs file (the jobs that ended) and write the schedule
+        file as of now. Jobs still queued or running are not written (they have no final state)."""
+        tracer = self._tracer
+        end_time = self._now / 1e9
+        pending = sum(1 for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING"))
+        not_submitted = sum(1 for j in self.jobs.values() if j.state == "NOT_SUBMITTED")
+        partial = PartialOutputs(end_time, tracer.nb_jobs, pending, not_submitted)
+        try:
+            tracer.close()
+            if prefix is not None:
+                partial.jobs_csv = f"{prefix}_jobs.csv"
+                partial.schedule_csv = f"{prefix}_schedule.csv"
+                schedule = tracer.schedule_values(end_time, self.scheduling_time, time.perf_counter() - started)
+                tracer.write_schedule(partial.schedule_csv, schedule)
+        except OSError:  # the disk itself may be the problem: keep the original error
+            pass
+        return partial
 
     # ------------------------------------------------------------- server
     def _receive(self, t: float, transit) -> None:
@@ -396,7 +465,24 @@ class Simulator:
         self._created.append(_Reply(self, decisions, reply_now, sent, (t + 500) // 1000 * 1000).step)
         if self.progress is not None and self.messages - self._progress_at >= 500:
             self._progress_at = self.messages
-            self.progress(self._nb_submitted, self.nb_static)
+            self._report_progress()
+
+    def _report_progress(self, final: bool = False) -> None:
+        """``progress.simulation_status(SimStatus)`` when it has that method (see ``batsched_ml.progress``),
+        else ``progress(finished jobs, total jobs)``."""
+        progress = self.progress
+        if progress is None:
+            return
+        finished = self._nb_ended - self._nb_registered  # a requeued attempt ends its killed one
+        if final:
+            finished = self.nb_static
+        status = getattr(progress, "simulation_status", None)
+        if status is None:
+            progress(finished, self.nb_static)
+            return
+        status(SimStatus(self._now / 1e9, finished, self.nb_static,
+                         self._nb_submitted - self._nb_ended - self._nb_running, self._nb_running,
+                         self.messages, final))
 
     def _call(self, t: float):
         events, self._events = self._events, []
@@ -420,7 +506,7 @@ class Simulator:
         self._tracer.job_ended(job)
         # Batsim's return codes: 0 on success, -1 at the walltime.
         code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
-        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text))
+        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text, job.alloc))
 
     def _job_ends(self, job: SimJob, t: float) -> None:
         """The job's actor wakes up at its end (unless it was killed) and tells the server."""
@@ -479,6 +565,10 @@ class Simulator:
             if job.state != "SUBMITTED":
                 raise SimulationError(f"REJECT_JOB {d.job_id}: the job is {job.state}, not waiting")
             job.state = job.final_state = "REJECTED"
+            if d.reason and not job.metadata:
+                # the reason travels only in-process (REJECT_JOB has no reason on the wire); it goes
+                # where Batsim puts a scheduler's words about a job, the metadata column
+                job.metadata = d.reason.replace('"', "'")
             self._nb_ended += 1
             self._tracer.job_ended(job)
         elif kind is ev.KillJob:
@@ -501,6 +591,7 @@ class Simulator:
             job.state = "SUBMITTED"
             job.subtime_actual = job.subtime
             self._nb_submitted += 1  # Batsim does not echo a JOB_SUBMITTED unless acknowledged
+            self._nb_registered += 1
         elif kind is ev.SetJobMetadata:
             self._job(d.job_id, "SET_JOB_METADATA").metadata = d.metadata
         elif kind is ev.Notify:
@@ -554,7 +645,7 @@ class Simulator:
             self._nb_ended += 1
             job.alloc_text = format_mask(job.alloc)
             self._tracer.job_ended(job)
-            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text))
+            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text, job.alloc))
         self._events.append(ev.JobKilled(_stamp(t), job_ids, progress))
 
     def _require_dynamic(self, what: str) -> None:

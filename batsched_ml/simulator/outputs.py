@@ -4,9 +4,15 @@ Rows of ``PREFIX_jobs.csv`` are appended as jobs end (completion, kill or
 rejection), numbers are printed with C's ``%f``, and ``PREFIX_schedule.csv`` has
 Batsim's columns in its (alphabetical) order, so tools that read Batsim's
 output (evalys, our ``metrics``) read ours unchanged.
+
+With a ``path`` the jobs file is streamed: rows go to disk in whole lines at
+least every ``flush_every`` seconds, so a run that is killed, interrupted or
+fails keeps the jobs that had ended (a valid CSV) instead of nothing.
 """
 
 from __future__ import annotations
+
+import time
 
 from .. import __version__
 
@@ -29,9 +35,19 @@ _ROW = "%s,%s,%s,%f,%d,%f,%d,%s,%f,%f,%f,%f,%f,%f,%s,-1.000000,%s"
 class JobsTracer:
     """Accumulates job rows and the aggregate figures of the schedule file."""
 
-    def __init__(self, nb_machines: int):
+    def __init__(self, nb_machines: int, path=None, flush_every: float = 2.0):
+        """Without ``path`` rows stay in ``rows`` (``write_jobs`` writes them); with one, they
+        are streamed to it (``close`` finishes the file)."""
         self.nb_machines = nb_machines
         self.rows: list[str] = [JOBS_COLUMNS]
+        self.path = path
+        self.nb_rows_written = 0
+        self._out = None
+        if path is not None:
+            self._out = open(path, "w", newline="")
+            self.flush_every = flush_every
+            self._flushed_at = time.monotonic()
+            self._flush()
         self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
         self.sum_wait = self.sum_turnaround = self.sum_slowdown = 0.0
         self.max_wait = self.max_turnaround = self.max_slowdown = 0.0
@@ -48,6 +64,7 @@ class JobsTracer:
             self.nb_rejected += 1
             self.rows.append(f"{name},{job.workload},{job.profile_name},{job.subtime_actual:f},{job.res},"
                              f"{job.walltime:f},0,REJECTED,,,,,,,,,{meta}")
+            self._maybe_flush()
             return
         self.nb_finished += 1
         success = job.final_state == "COMPLETED_SUCCESSFULLY"
@@ -76,6 +93,7 @@ class JobsTracer:
         self.rows.append(_ROW % (name, job.workload, job.profile_name, job.subtime_actual, job.res, job.walltime,
                                  success, job.final_state, start, runtime, finish, wait, turnaround, stretch,
                                  job.alloc_text, meta))
+        self._maybe_flush()
 
     def unfinished(self, job) -> None:
         """A job still queued when the simulation had to stop (a scheduler bug): kept, never dropped."""
@@ -84,7 +102,29 @@ class JobsTracer:
         self.rows.append(f"{name},{job.workload},{job.profile_name},{job.subtime_actual:f},{job.res},"
                          f"{job.walltime:f},0,{job.state},,,,,,,,,\"{job.metadata}\"")
 
+    def _maybe_flush(self) -> None:
+        if self._out is not None and time.monotonic() - self._flushed_at >= self.flush_every:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Whole lines in one write, then to the OS: the file never ends mid-row."""
+        rows, self.rows = self.rows, []
+        if rows:
+            self._out.write("\n".join(rows) + "\n")
+            self.nb_rows_written += len(rows)
+        self._out.flush()
+        self._flushed_at = time.monotonic()
+
+    def close(self) -> None:
+        """Write the remaining rows and close the streamed file (idempotent)."""
+        if self._out is not None:
+            self._flush()
+            self._out.close()
+            self._out = None
+
     def write_jobs(self, path) -> None:
+        if self._out is not None or self.nb_rows_written:
+            raise RuntimeError("the jobs file is streamed: use close()")
         with open(path, "w", newline="") as out:
             out.write("\n".join(self.rows))
             out.write("\n")

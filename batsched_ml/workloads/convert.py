@@ -6,10 +6,16 @@ trace always gives the same workload as the reference Batsim runs:
 - skip a job whose run time (field 4) <= 0 or whose processor count <= 0;
 - processors = requested (field 8) if > 0 else allocated (field 5), capped at
   the machine size (``nodes`` if given, else header MaxProcs, else MaxNodes);
-- walltime = requested time (field 9) if > 0 else the run time;
-  run time = min(run time, walltime);
+- walltime = requested time (field 9) if > 0, else (``missing_walltime``) the run
+  time (default, as the golden files), the machine's largest requested time, or
+  the job is dropped; run time = min(run time, walltime);
 - subtime = submit time - submit time of the first kept job;
-- one delay profile ``d<run time>`` per distinct run time.
+- one delay profile ``d<run time>`` per distinct run time;
+- the calendar's time zone: the header's ``TimeZoneString`` (with DST), else its
+  numeric ``TimeZone``, else UTC with a warning (see ``timezone``).
+
+How many jobs each rule touched is in the report and in the workload's ``swf``
+object (``cleaning``), so that a result can be traced back to the rules.
 
 Everything is vectorised with numpy; only building the JSON dicts is a loop.
 """
@@ -21,12 +27,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..validation import non_negative_int
 from .swf import SwfTrace, read_swf
+from .timezone import resolve_time_zone
 
-__all__ = ["ConversionReport", "swf_to_workload", "convert_swf", "profile_name"]
+__all__ = ["ConversionReport", "swf_to_workload", "convert_swf", "profile_name", "MISSING_WALLTIME"]
 
 SKIP_RUN_TIME = "run_time<=0"
 SKIP_PROCS = "procs<=0"
+SKIP_NO_WALLTIME = "no_requested_time"
+# What to do with a job without a requested time (SWF field 9 <= 0).
+MISSING_WALLTIME = ("runtime", "max", "drop")
 
 
 @dataclass
@@ -45,6 +56,28 @@ class ConversionReport:
     nb_profiles: int
     bad_lines: int            # lines the reader skipped (strict=False)
     notes: list[str] = field(default_factory=list)
+    walltime_filled: int = 0  # kept jobs without a requested time, given one by missing_walltime
+    missing_walltime: str = "runtime"
+    time_zone: str = "UTC"    # what calendar features use: a tz name, "UTC+01:00" or "UTC"
+    time_zone_note: str = ""
+
+    def _missing_words(self) -> str:
+        how = f"(--missing-walltime {self.missing_walltime})"
+        if self.missing_walltime == "drop":
+            return f"{self.skipped.get(SKIP_NO_WALLTIME, 0)} dropped {how}"
+        value = "their run time" if self.missing_walltime == "runtime" else "the largest requested time"
+        return f"{self.walltime_filled} given walltime = {value} {how}"
+
+    def cleaning(self) -> dict:
+        """Jobs each cleaning rule touched (the workload's ``swf.cleaning``)."""
+        return {"dropped_run_time<=0": self.skipped.get(SKIP_RUN_TIME, 0),
+                "dropped_no_processors": self.skipped.get(SKIP_PROCS, 0),
+                "dropped_no_requested_time": self.skipped.get(SKIP_NO_WALLTIME, 0),
+                "processors_capped": self.capped,
+                "walltime_filled": self.walltime_filled,
+                "run_time_capped_at_walltime": self.run_time_clipped,
+                "beyond_max_jobs": self.beyond_max_jobs,
+                "missing_walltime": self.missing_walltime}
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -57,6 +90,8 @@ class ConversionReport:
             f"{self.beyond_max_jobs} beyond max_jobs)",
             f"  nb_res {self.nb_res} (from {self.nb_res_source}), {self.capped} jobs capped, "
             f"{self.run_time_clipped} run times clipped to walltime, {self.nb_profiles} profiles",
+            f"  jobs without a requested time: {self._missing_words()}",
+            f"  {self.time_zone_note}" if self.time_zone_note else f"  time zone {self.time_zone}",
         ]
         if self.bad_lines:
             lines.append(f"  {self.bad_lines} malformed lines skipped by the reader")
@@ -84,25 +119,42 @@ def _machine_size(trace: SwfTrace, nodes: int | None, procs: np.ndarray) -> tupl
 
 
 def swf_to_workload(
-    trace: SwfTrace, max_jobs: int | None = None, nodes: int | None = None
+    trace: SwfTrace, max_jobs: int | None = None, nodes: int | None = None,
+    missing_walltime: str = "runtime",
 ) -> tuple[dict, ConversionReport]:
-    """Clean ``trace`` into a Batsim workload dict; returns ``(workload, report)``."""
+    """Clean ``trace`` into a Batsim workload dict; returns ``(workload, report)``.
+
+    ``missing_walltime`` says what a job without a requested time gets: ``runtime`` (its
+    run time: backfilling then has perfect estimates for it), ``max`` (the largest
+    requested time of the trace's usable jobs) or ``drop`` (the job is skipped).
+    """
+    if missing_walltime not in MISSING_WALLTIME:
+        raise ValueError(f"missing_walltime must be one of {', '.join(MISSING_WALLTIME)}, "
+                         f"got {missing_walltime!r}")
     j = trace.jobs
     run = j["run_time"]
     procs = np.where(j["requested_procs"] > 0, j["requested_procs"], j["allocated_procs"])
     bad_run = ~(run > 0)
     bad_procs = ~bad_run & ~(procs > 0)
-    keep = ~(bad_run | bad_procs)
+    no_req = ~(j["requested_time"] > 0)
+    bad_req = ~bad_run & ~bad_procs & no_req if missing_walltime == "drop" else np.zeros(len(j), bool)
+    keep = ~(bad_run | bad_procs | bad_req)
+    fill = None
+    if missing_walltime == "max":
+        usable = keep & ~no_req
+        if not usable.any():
+            raise ValueError(f"{trace.name}: no usable job has a requested time, so "
+                             "--missing-walltime max has nothing to use (try runtime or drop)")
+        fill = float(j["requested_time"][usable].max())
 
     beyond = 0
     if max_jobs is not None:
-        if max_jobs < 0:
-            raise ValueError(f"max_jobs must be >= 0, got {max_jobs}")
+        non_negative_int(max_jobs, "max_jobs")
         kept_idx = np.flatnonzero(keep)
         if len(kept_idx) > max_jobs:
             cut = kept_idx[max_jobs - 1] + 1 if max_jobs else 0
             beyond = len(j) - cut
-            keep[cut:] = bad_run[cut:] = bad_procs[cut:] = False
+            keep[cut:] = bad_run[cut:] = bad_procs[cut:] = bad_req[cut:] = False
 
     k = j[keep]
     run_k = run[keep]
@@ -111,13 +163,16 @@ def swf_to_workload(
     capped = procs_k > nb_res
     res = np.minimum(procs_k, nb_res).astype(np.int64)
     req = k["requested_time"]
-    walltime = np.where(req > 0, req, run_k)
+    filled = ~(req > 0)
+    walltime = np.where(filled, run_k if fill is None else fill, req)
     clipped = run_k > walltime
     run_k = np.minimum(run_k, walltime)
     submit = k["submit_time"]
     subtime = submit - submit[0] if len(submit) else submit
 
     notes = []
+    if not len(k):
+        notes.append("warning: no job kept, the workload is empty")
     if len(subtime) and subtime.min() < 0:
         notes.append(f"{int((subtime < 0).sum())} jobs submitted before the first kept job "
                      "(trace not sorted by submit time): negative subtimes")
@@ -147,6 +202,9 @@ def swf_to_workload(
         )
     ]
     tz = trace.header_int("TimeZone")
+    start = trace.header_int("UnixStartTime")
+    zone = resolve_time_zone(trace.header.get("TimeZoneString"), tz,
+                             at=None if start is None else start + (float(submit[0]) if len(submit) else 0))
     workload = {
         "nb_res": nb_res,
         "jobs": jobs,
@@ -173,7 +231,16 @@ def swf_to_workload(
         nb_profiles=len(profiles),
         bad_lines=len(trace.bad_lines),
         notes=notes,
+        walltime_filled=int(filled.sum()),
+        missing_walltime=missing_walltime,
+        time_zone=zone.label,
+        time_zone_note=zone.note,
     )
+    if missing_walltime == "drop":
+        report.skipped[SKIP_NO_WALLTIME] = int(bad_req.sum())
+    # what the calendar uses and what each rule did, kept with the workload
+    workload["swf"]["time_zone"] = zone.label
+    workload["swf"]["cleaning"] = report.cleaning()
     return workload, report
 
 
@@ -183,12 +250,14 @@ def convert_swf(
     platform_out: str | Path | None = None,
     max_jobs: int | None = None,
     nodes: int | None = None,
+    missing_walltime: str = "runtime",
 ) -> ConversionReport:
     """Read, clean and write a trace (and a matching platform): the CLI's ``convert``."""
     from .loader import write_workload
     from .platform import write_platform
 
-    workload, report = swf_to_workload(read_swf(swf_path), max_jobs=max_jobs, nodes=nodes)
+    workload, report = swf_to_workload(read_swf(swf_path), max_jobs=max_jobs, nodes=nodes,
+                                       missing_walltime=missing_walltime)
     write_workload(workload, workload_out)
     if platform_out is not None:
         write_platform(report.nb_res, platform_out)

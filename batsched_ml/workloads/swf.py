@@ -108,6 +108,10 @@ def read_bytes(raw: bytes, name: str = "<bytes>", strict: bool = True) -> SwfTra
             raise SwfFormatError(f"{name}: corrupt gzip data: {exc}") from exc
     # latin-1 never fails and keeps every byte: odd characters in comments
     # must not make a good trace unreadable.
+    if raw.lstrip()[:1] in (b"{", b"["):
+        raise SwfFormatError(f"{name}: this is JSON (a Batsim workload?), not an SWF trace; convert expects a "
+                             "Standard Workload Format file (.swf or .swf.gz, e.g. from the Parallel "
+                             "Workloads Archive); a Batsim workload goes straight to simulate -w")
     lines = raw.decode("latin-1").splitlines()
     header_lines, header = _parse_header(lines)
     nb_data = len(lines) - len(header_lines)
@@ -118,7 +122,8 @@ def read_bytes(raw: bytes, name: str = "<bytes>", strict: bool = True) -> SwfTra
         if bad and strict:
             lineno, text, reason = bad[0]
             more = f" ({len(bad) - 1} more bad lines)" if len(bad) > 1 else ""
-            raise SwfFormatError(f"{name}:{lineno}: {reason}: {text!r}{more}")
+            shown = text if len(text) <= 80 else text[:77] + "..."  # one line, however long the input's
+            raise SwfFormatError(f"{name}:{lineno}: {reason}: {shown!r}{more}")
     return SwfTrace(path=name, header=header, jobs=jobs, header_lines=header_lines, bad_lines=bad)
 
 

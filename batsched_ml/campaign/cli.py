@@ -1,0 +1,100 @@
+"""``batsched-ml campaign run | report | check`` (registered by ``batsched_ml.cli``)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def cmd_run(args) -> int:
+    from .run import run_campaign
+    from .spec import load_campaign
+
+    campaign = load_campaign(args.file)
+    results_dir = Path(args.output or Path("results") / campaign.name)
+    if args.workers is not None and args.workers < 0:
+        raise ValueError("--workers must be >= 0")
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    if args.trace or args.config:
+        campaign = campaign.subset(traces=args.trace, configs=args.config)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # batch systems stop jobs with SIGTERM
+    try:
+        outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
+                               progress=not args.quiet, log=log)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed: "
+        f"{results_dir / 'results.csv'}")
+    if outcome.interrupted:
+        log(f"interrupted: {len(outcome.rows)} of {outcome.tasks} tasks stored; run again to resume")
+        return 130
+    if not args.no_report and outcome.rows:
+        from .report import write_report
+
+        report = write_report(results_dir, results_dir / "report")
+        log(f"report: {report}")
+    if outcome.failed:
+        log(f"{len(outcome.failed)} task(s) failed:")
+        for line in outcome.failed:
+            log(f"  {line}")
+        return 1
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import write_report
+
+    path = write_report(args.results_dir, args.output or Path(args.results_dir) / "report")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .spec import load_campaign
+
+    c = load_campaign(args.file)
+    windows = {n: (t.windows.count or "all") if t.windows else 1 for n, t in c.traces.items()}
+    print(f"campaign {c.name}: {len(c.traces)} trace(s) {windows}, {len(c.configs)} config(s), "
+          f"seeds {c.seeds}, baseline {c.baseline}")
+    for config in c.configs.values():
+        print(f"  {config.name}: batsched-ml simulate ... {config.command}")
+    return 0
+
+
+def add_campaign_commands(sub) -> None:
+    """Register ``campaign`` and its sub-commands on the top-level subparsers."""
+    from ..validation import arg, non_negative_int
+
+    p = sub.add_parser("campaign", help="traces x configs x seeds as a TOML file, run on Dask, cached "
+                                        "(docs/campaigns.md)")
+    csub = p.add_subparsers(dest="campaign_command", required=True)
+    r = csub.add_parser("run", help="run (or resume) a campaign, then write its report")
+    r.add_argument("file", help="campaign TOML file")
+    r.add_argument("-o", "--output", default=None, metavar="RESULTS_DIR",
+                   help="results directory (default results/<campaign name>)")
+    r.add_argument("--workers", type=arg(non_negative_int, "--workers", integer=True), default=None,
+                   help="local worker processes (default: one per core; 0: run in this process)")
+    r.add_argument("--dask", default=None, metavar="ADDRESS",
+                   help="submit to a running Dask scheduler, e.g. tcp://head:8786, instead of a local cluster")
+    r.add_argument("--trace", action="append", default=None, metavar="NAME",
+                   help="run only this trace (repeatable; results.csv then holds only the subset)")
+    r.add_argument("--config", action="append", default=None, metavar="NAME",
+                   help="run only this config (repeatable; the baseline is always kept)")
+    r.add_argument("--no-report", action="store_true", help="skip RESULTS_DIR/report")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+    r = csub.add_parser("report", help="Markdown report and figures of a results directory")
+    r.add_argument("results_dir", help="a directory written by campaign run")
+    r.add_argument("-o", "--output", default=None, metavar="REPORT_DIR", help="default RESULTS_DIR/report")
+    r.set_defaults(func=cmd_report)
+    r = csub.add_parser("check", help="validate a campaign file and print each config's simulate flags")
+    r.add_argument("file", help="campaign TOML file")
+    r.set_defaults(func=cmd_check)

@@ -1,0 +1,183 @@
+"""Run a picklable function over many items on Dask distributed: a local cluster of worker
+processes (one per core, nothing to start) or an existing Dask scheduler (scale-out).
+
+Generic on purpose: the campaign engine runs its simulations through it, and any other
+"many independent simulations" loop (hyper-parameter trials, sensitivity probes) can too::
+
+    from batsched_ml.campaign.executor import map_tasks
+    results = map_tasks(run_trial, trials)                       # all local cores
+    results = map_tasks(run_trial, trials, workers=2)            # two worker processes
+    results = map_tasks(run_trial, trials, scheduler_address="tcp://head:8786")
+
+``fn`` and the items must be picklable with cloudpickle: functions of modules the workers can
+import travel by reference, others (``__main__``, lambdas, closures) by value; for a module the
+workers cannot import (a test file), call ``cloudpickle.register_pickle_by_value(module)``. Results come back to the caller's process; Dask re-runs a task
+whose worker died. ``workers=0`` runs in this process, one item after the other (debugging).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+__all__ = ["TaskError", "TaskFailure", "dask_client", "iter_tasks", "map_tasks"]
+
+CONNECT_TIMEOUT = "20s"  # how long to keep trying an unreachable scheduler
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """What is left of a task that raised: its position, item and the error text."""
+
+    index: int
+    item: Any
+    error: str          # "ExceptionType: message", one line
+    traceback: str = ""
+
+
+class TaskError(RuntimeError):
+    """Raised by :func:`map_tasks` (``errors="raise"``) for the first failed task."""
+
+    def __init__(self, failure: TaskFailure):
+        super().__init__(f"task {failure.index} ({failure.item!r}) failed: {failure.error}")
+        self.failure = failure
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def default_workers() -> int:
+    """One worker process per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@contextmanager
+def dask_client(scheduler_address: str | None = None, workers: int | None = None):
+    """A ``distributed.Client`` on ``scheduler_address``, or on a fresh local cluster of
+    ``workers`` single-threaded worker processes (default: one per core), closed on exit."""
+    from distributed import Client, LocalCluster
+
+    if scheduler_address:
+        try:
+            client = Client(scheduler_address, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            raise OSError(f"cannot reach the Dask scheduler at {scheduler_address}: {_one_line(exc)}") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    import dask
+
+    with dask.config.set({"distributed.worker.profile.enabled": False}):  # stack sampling costs CPU
+        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR,
+                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no dashboard
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    if not enabled or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="task", desc=desc, leave=False)
+
+
+def _serial(fn: Callable, items: Sequence) -> Iterator[tuple[int, Any]]:
+    for i, item in enumerate(items):
+        try:
+            yield i, fn(item)
+        except Exception as exc:  # noqa: BLE001 - any task error is the task's result
+            yield i, TaskFailure(i, item, _one_line(exc), traceback.format_exc())
+
+
+def _call(payload: bytes, item):
+    """Worker side: ``fn(item)`` with ``fn`` shipped by cloudpickle (the scheduler never unpickles it)."""
+    import cloudpickle
+
+    return cloudpickle.loads(payload)(item)
+
+
+def _distributed(fn: Callable, items: Sequence, scheduler_address, workers) -> Iterator[tuple[int, Any]]:
+    import cloudpickle
+    from distributed import as_completed
+
+    payload = cloudpickle.dumps(fn)
+    with dask_client(scheduler_address, workers) as client:
+        futures = client.map(_call, [payload] * len(items), items, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        try:
+            for future in as_completed(futures):
+                i = index[future.key]
+                if future.status == "error":
+                    exc = future.exception()
+                    tb = "".join(traceback.format_tb(future.traceback())) if future.traceback() else ""
+                    yield i, TaskFailure(i, items[i], _one_line(exc), tb)
+                else:
+                    yield i, future.result()
+                future.release()
+        finally:
+            client.cancel([f for f in futures if not f.done()])
+
+
+def iter_tasks(fn: Callable, items: Iterable, *, scheduler_address: str | None = None,
+               workers: int | None = None, progress: bool = True,
+               desc: str = "tasks") -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, result)`` for every item as tasks finish (completion order).
+
+    A task that raised yields a :class:`TaskFailure` as its result; the others go on. Stop
+    iterating (or press Ctrl-C) and the remaining tasks are cancelled and the cluster closed,
+    so a caller that stores each result as it arrives can resume later. ``progress`` shows a
+    bar on a terminal.
+    """
+    items = list(items)
+    bar = _progress(len(items), progress, desc)
+    if workers == 0:
+        source = _serial(fn, items)
+    else:
+        source = _distributed(fn, items, scheduler_address, workers)
+    try:
+        for i, result in source:
+            if bar is not None:
+                bar.update(1)
+            yield i, result
+    finally:
+        source.close()
+        if bar is not None:
+            bar.close()
+
+
+def map_tasks(fn: Callable, items: Iterable, *, scheduler_address: str | None = None,
+              workers: int | None = None, progress: bool = True, errors: str = "raise") -> list:
+    """``[fn(item) for item in items]``, computed on Dask workers, in item order.
+
+    ``errors="raise"`` raises :class:`TaskError` for the first failure once every task has
+    ended; ``errors="return"`` puts a :class:`TaskFailure` in the failed items' places.
+    """
+    if errors not in ("raise", "return"):
+        raise ValueError(f"errors must be 'raise' or 'return', not {errors!r}")
+    items = list(items)
+    results: list = [None] * len(items)
+    for i, result in iter_tasks(fn, items, scheduler_address=scheduler_address, workers=workers,
+                                progress=progress):
+        results[i] = result
+    if errors == "raise":
+        failed = [r for r in results if isinstance(r, TaskFailure)]
+        if failed:
+            raise TaskError(min(failed, key=lambda f: f.index))
+    return results

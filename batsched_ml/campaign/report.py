@@ -1,0 +1,247 @@
+"""Markdown report of a campaign's results directory, with its PNG figures.
+
+Per trace: each config's metrics (means over windows and seeds) and their reduction vs the
+baseline, a bar chart of the first metric, cumulative bsld over time and the waiting-time
+ECDF (one curve per config), box plots when there are several windows or seeds. Then the
+paper's numbers beside ours, the configurations as ``simulate`` flags, and failures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+from .results import metric_value, read_results
+from .spec import CampaignError, _paper, config_argv
+
+__all__ = ["reduction", "summarise", "write_report"]
+
+LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
+                            "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed")
+
+
+def reduction(value, base) -> float | None:
+    """``100 * (1 - value / base)``: how much lower than the baseline, in %."""
+    if value is None or base is None or base == 0 or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return 100.0 * (1.0 - value / base)
+
+
+def _change(value, base) -> float | None:
+    """``100 * (value / base - 1)``: the change vs the baseline, in %."""
+    red = reduction(value, base)
+    return None if red is None else -red
+
+
+def _lower_is_better(metric: str) -> bool:
+    return metric.startswith(LOWER_IS_BETTER_PREFIXES)
+
+
+def fmt(v) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, int):
+        return f"{v:,}"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{v:+.1f}%".replace("+-", "-")
+
+
+def _settings(results_dir: Path) -> dict:
+    """Baseline, metrics, configs' flags and paper references from the copied campaign file."""
+    from .spec import DEFAULT_METRICS
+
+    path = results_dir / "campaign.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    head = data.get("campaign", {})
+    configs = data.get("configs", {})
+    traces = data.get("traces", {})
+    try:
+        argv = {n: config_argv(t, f"[configs.{n}]") for n, t in configs.items()}
+        paper = _paper(data.get("paper", []), traces, configs)
+    except CampaignError as exc:
+        raise CampaignError(f"{path}: {exc}") from None
+    return {"name": head.get("name", results_dir.name), "description": head.get("description", ""),
+            "baseline": head.get("baseline", next(iter(configs), None)),
+            "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper}
+
+
+def _mean(values):
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(values) / len(values) if values else None
+
+
+def summarise(rows: list[dict], metrics: list[str]) -> dict:
+    """``{(trace, config): {"n": runs, metric: mean over windows and seeds}}`` of the rows that ran."""
+    groups = defaultdict(list)
+    for r in rows:
+        if r["status"] != "error":
+            groups[(r["trace"], r["config"])].append(r)
+    return {k: {"n": len(g), **{m: _mean(metric_value(r, m) for r in g) for m in metrics}}
+            for k, g in groups.items()}
+
+
+def _figures(rows, trace, configs, metric, folder: Path, results_dir: Path) -> list[tuple[str, str]]:
+    """Write this trace's figures; ``[(caption, file name)]`` (empty without matplotlib)."""
+    from ..analysis.plots import PlotError, _pyplot, plot_runs
+
+    try:
+        plt = _pyplot()
+    except PlotError:
+        return []
+    out = []
+    ran = [r for r in rows if r["trace"] == trace and r["status"] != "error"]
+    if not ran:
+        return out
+    window, seed = min(r["window"] for r in ran), min(r["seed"] for r in ran)
+    runs = []
+    for config in configs:
+        r = next((r for r in ran if r["config"] == config and r["window"] == window and r["seed"] == seed), None)
+        path = results_dir / "runs" / f"{_run_name(trace, window, config, seed)}_jobs.csv.gz"
+        if r is not None and path.is_file():
+            runs.append((config, path))
+    slug = "".join(ch if ch.isalnum() or ch in "+-_" else "_" for ch in trace)
+    which = "" if len({r["window"] for r in ran}) == 1 and len({r["seed"] for r in ran}) == 1 else \
+        f" (window {window}, seed {seed})"
+    if runs:
+        for kind, caption in (("cumbsld", "cumulative bounded slowdown (tau = 60 s) over time"),
+                              ("wait-ecdf", "waiting-time distribution")):
+            name = f"{slug}-{kind}.png"
+            plot_runs([p for _, p in runs], folder / name, kind=kind, labels=[c for c, _ in runs],
+                      title=f"{trace}: {caption}{which}")
+            out.append((f"{caption}{which}", name))
+    values = {c: [metric_value(r, metric) for r in ran if r["config"] == c] for c in configs}
+    values = {c: [v for v in vs if v is not None] for c, vs in values.items() if any(v is not None for v in vs)}
+    if values:
+        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(values) + 2), 4))
+        labels = list(values)
+        if any(len(v) > 1 for v in values.values()):
+            ax.boxplot([values[c] for c in labels])
+            kind, caption = "box", f"{metric} across windows and seeds"
+        else:
+            ax.bar(range(1, len(labels) + 1), [values[c][0] for c in labels], color="tab:blue")
+            kind, caption = "bars", f"{metric} per configuration"
+        ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right")
+        ax.set_ylabel(metric)
+        ax.set_title(f"{trace}: {caption}")
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        name = f"{slug}-{kind}.png"
+        fig.savefig(folder / name)
+        plt.close(fig)
+        out.append((caption, name))
+    return out
+
+
+def _run_name(trace, window, config, seed) -> str:
+    from .tasks import _safe
+
+    return f"{_safe(trace)}.w{window}.{_safe(config)}.s{seed}"
+
+
+def write_report(results_dir, report_dir) -> Path:
+    """Write ``report_dir/report.md`` (+ figures) from ``results_dir``; returns the Markdown path."""
+    results_dir, report_dir = Path(results_dir), Path(report_dir)
+    rows = read_results(results_dir)
+    s = _settings(results_dir)
+    metrics, baseline = list(s["metrics"]), s["baseline"]
+    paper_metrics = [p.metric for p in s["paper"] if p.metric not in metrics]
+    summary = summarise(rows, metrics + list(dict.fromkeys(paper_metrics)))
+    report_dir.mkdir(parents=True, exist_ok=True)
+    traces = list(dict.fromkeys(r["trace"] for r in rows))
+    configs = list(dict.fromkeys(r["config"] for r in rows))
+    status = defaultdict(int)
+    for r in rows:
+        status[r["status"]] += 1
+    lines = [f"# Campaign {s['name']}", ""]
+    if s["description"]:
+        lines += [s["description"], ""]
+    lines += [f"{len(rows)} runs ({', '.join(f'{n} {k}' for k, n in sorted(status.items()))}); "
+              f"traces {', '.join(traces)}; {len(configs)} configurations; baseline **{baseline}**. "
+              "Values are means over windows and seeds (column n), with their change vs the baseline "
+              "in parentheses (`100 * (config / baseline - 1)`: negative is better for slowdowns and waits).", ""]
+    for trace in traces:
+        lines += [f"## {trace}", ""]
+        head = ["config", "n"] + [m for m in metrics]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * len(metrics)]
+        base = summary.get((trace, baseline), {})
+        for config in configs:
+            got = summary.get((trace, config))
+            if got is None:
+                lines.append(f"| {config} | 0 |" + " - |" * len(metrics))
+                continue
+            cells = []
+            for m in metrics:
+                cell = fmt(got[m])
+                change = _change(got[m], base.get(m))
+                if _lower_is_better(m) and config != baseline and change is not None:
+                    cell += f" ({_pct(change)})"
+                cells.append(cell)
+            lines.append(f"| {config} | {got['n']} | " + " | ".join(cells) + " |")
+        lines.append("")
+        for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir):
+            lines += [f"![{trace}: {caption}]({name})", ""]
+    s["paper"] = [p for p in s["paper"] if p.trace in traces]  # a subset run: only the traces that ran
+    if s["paper"]:
+        lines += ["## Beside the paper", "",
+                  "`reduction` rows: % below the baseline "
+                  f"({baseline}), gap in points. Other rows: the metric itself, gap = ours - paper (relative), and "
+                  "each one's change vs the baseline when the paper gives the baseline's value too.", "",
+                  "| trace | config | metric | source | ours | paper | gap | ours vs baseline | paper vs baseline |",
+                  "|---|---|---|---|---:|---:|---:|---:|---:|"]
+        paper_values = {(p.trace, p.config, p.metric): p.value for p in s["paper"] if p.value is not None}
+        for p in s["paper"]:
+            ours = (summary.get((p.trace, p.config)) or {}).get(p.metric)
+            base = (summary.get((p.trace, baseline)) or {}).get(p.metric)
+            if p.reduction is not None:
+                red = reduction(ours, base)
+                gap = None if red is None else red - p.reduction
+                lines.append(f"| {p.trace} | {p.config} | {p.metric} reduction | {p.source} | {_pct(red)} | "
+                             f"{_pct(p.reduction)} | {'-' if gap is None else f'{gap:+.1f} pts'} | | |")
+            else:
+                gap = None if ours is None else ours - p.value
+                rel = "" if gap is None or not p.value else f" ({_pct(100 * gap / p.value)})"
+                pbase = paper_values.get((p.trace, baseline, p.metric))
+                changes = ("", "") if p.config == baseline else (_pct(_change(ours, base)),
+                                                                   _pct(_change(p.value, pbase)))
+                lines.append(f"| {p.trace} | {p.config} | {p.metric} | {p.source} | {fmt(ours)} | {fmt(p.value)} | "
+                             f"{'-' if gap is None else fmt(gap)}{rel} | {changes[0]} | {changes[1]} |")
+        lines.append("")
+    lines += ["## Configurations", "", "| config | `batsched-ml simulate` flags |", "|---|---|"]
+    for name, argv in s["argv"].items():
+        lines.append(f"| {name} | `{' '.join(argv) or '(defaults)'}` |")
+    lines.append("")
+    walls = defaultdict(list)
+    for r in rows:
+        if r.get("wall_s") is not None:
+            walls[r["config"]].append(r["wall_s"])
+    if walls:
+        total = sum(sum(v) for v in walls.values())
+        lines += [f"Simulation time: {total:,.1f} s in total (sum over runs, as measured when each ran; "
+                  "cached runs keep their original time).", ""]
+    log = results_dir / "runs.log"
+    if log.is_file():
+        last = json.loads(log.read_text().splitlines()[-1])
+        lines += [f"Last `campaign run`: {last['wall_s']:,.1f} s wall on {last['engine']}, {last['computed']} runs "
+                  f"computed, {last['cached']} cached, {last['failed']} failed (code {last['code']}, "
+                  f"{last['finished']}).", ""]
+    errors = [r for r in rows if r["status"] == "error"]
+    if errors:
+        lines += ["## Failed runs", ""]
+        lines += [f"- {r['trace']} w{r['window']} {r['config']} seed {r['seed']}: {r['error']}" for r in errors]
+        lines.append("")
+    path = report_dir / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

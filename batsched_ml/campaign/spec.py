@@ -1,0 +1,358 @@
+"""Read and validate a campaign file (TOML, see ``docs/campaigns.md``).
+
+Configuration keys are not listed here: they are the ``simulate`` command's scheduler flags,
+read from the CLI's own argument parser (``cli._scheduler_arguments``). A config becomes the
+flags a user would type (:attr:`ConfigSpec.argv`), parsed by that parser and built by
+``cli.scheduler_from_args`` — one source of truth for options, defaults and validation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..workloads.windows import WindowSpec
+
+__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TraceSpec", "config_keys", "load_campaign",
+           "parse_config", "scheduler_parser"]
+
+CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description")
+TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows")
+TRACE_SOURCES = ("swf", "workload", "generate")
+WINDOW_KEYS = ("days", "count", "select", "start_days")
+PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
+GENERATORS = {"lublin": ("batsched_ml.workloads.lublin", "generate_lublin")}
+NOT_CONFIG_KEYS = ("seed", "option")  # seeds come from [campaign]; -o options from `options`
+
+
+class CampaignError(ValueError):
+    """A campaign file that cannot be run as written (the CLI prints it on one line, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise CampaignError(message)
+
+
+def scheduler_parser() -> argparse.ArgumentParser:
+    """A parser holding exactly the scheduler flags of ``simulate`` / ``serve``."""
+    from ..cli import _scheduler_arguments
+
+    parser = _Parser(prog="config", add_help=False)
+    _scheduler_arguments(parser)
+    return parser
+
+
+def _flag_actions() -> dict[str, argparse.Action]:
+    return {a.dest: a for a in scheduler_parser()._actions if a.dest not in NOT_CONFIG_KEYS}
+
+
+def config_keys() -> list[str]:
+    """Every key a ``[configs.NAME]`` table accepts."""
+    return sorted(_flag_actions()) + ["options"]
+
+
+def _option_text(value) -> str:
+    """``-o KEY=VALUE`` text: strings as typed on a command line, other values as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+def config_argv(values: dict, where: str) -> tuple[str, ...]:
+    """The ``simulate`` flags equivalent to a config table (validated by the real parser)."""
+    actions = _flag_actions()
+    argv: list[str] = []
+    for key, value in values.items():
+        if key == "options":
+            if not isinstance(value, dict):
+                raise CampaignError(f"{where}: options must be a table of KEY = VALUE")
+            for k, v in value.items():
+                argv += ["-o", f"{k}={_option_text(v)}"]
+            continue
+        action = actions.get(key)
+        if action is None:
+            hint = " (set seeds in [campaign])" if key == "seed" else ""
+            raise CampaignError(f"{where}: unknown key {key!r}{hint}; valid keys: {', '.join(config_keys())}")
+        flag = next(s for s in action.option_strings if s.startswith("--"))
+        if isinstance(action, argparse._StoreTrueAction):
+            if not isinstance(value, bool):
+                raise CampaignError(f"{where}: {key} is a switch: true or false, not {value!r}")
+            argv += [flag] if value else []
+        elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise CampaignError(f"{where}: {key} expects a single value, not {value!r}")
+        else:
+            argv += [flag, str(value)]
+    try:
+        parse_config(argv)
+    except CampaignError as exc:
+        raise CampaignError(f"{where}: {exc}") from None
+    return tuple(argv)
+
+
+def parse_config(argv, seed: int = 0) -> argparse.Namespace:
+    """The namespace ``simulate`` would get from these flags (plus ``--seed``)."""
+    return scheduler_parser().parse_args([*argv, "--seed", str(seed)])
+
+
+@dataclass(frozen=True)
+class ConfigSpec:
+    name: str
+    values: dict
+    argv: tuple[str, ...]
+
+    @property
+    def command(self) -> str:
+        """The equivalent flags, shell-quoted, for reports."""
+        import shlex
+
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    name: str
+    source: str                  # "swf", "workload" or "generate"
+    path: Path | None = None     # swf or workload file
+    platform: Path | None = None
+    generate: dict | None = None  # {"model": ..., params...}
+    max_jobs: int | None = None
+    nodes: int | None = None
+    windows: WindowSpec | None = None
+
+
+@dataclass(frozen=True)
+class PaperRef:
+    trace: str
+    config: str
+    metric: str
+    value: float | None = None
+    reduction: float | None = None
+    source: str = ""
+
+
+@dataclass
+class Campaign:
+    name: str
+    path: Path
+    baseline: str
+    seeds: list[int]
+    metrics: list[str]
+    traces: dict[str, TraceSpec]
+    configs: dict[str, ConfigSpec]
+    paper: list[PaperRef] = field(default_factory=list)
+    description: str = ""
+    text: str = ""               # the file as read, copied next to the results
+
+    def subset(self, traces=None, configs=None) -> "Campaign":
+        """The same campaign on some traces / configs only (the baseline config is kept)."""
+        def pick(table: dict, names, kind: str) -> dict:
+            if not names:
+                return table
+            unknown = [n for n in names if n not in table]
+            if unknown:
+                raise CampaignError(f"unknown {kind} {unknown[0]!r}; {kind}s: {', '.join(table)}")
+            return {n: v for n, v in table.items() if n in names}
+
+        import dataclasses
+
+        kept_configs = pick(self.configs, configs and [*configs, self.baseline], "config")
+        kept_traces = pick(self.traces, traces, "trace")
+        paper = [p for p in self.paper if p.trace in kept_traces and p.config in kept_configs]
+        return dataclasses.replace(self, traces=kept_traces, configs=kept_configs, paper=paper)
+
+
+DEFAULT_METRICS = ["avebsld10", "avebsld60", "cum_bsld60", "mean_wait", "geomean_wait", "max_wait",
+                   "utilisation", "kills"]
+
+
+def _check_keys(table: dict, valid, where: str) -> None:
+    unknown = [k for k in table if k not in valid]
+    if unknown:
+        raise CampaignError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(valid)}")
+
+
+def _table(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise CampaignError(f"{where} must be a table")
+    return value
+
+
+def _resolve(base: Path, text, where: str, must_exist: bool = True) -> Path:
+    if not isinstance(text, str) or not text:
+        raise CampaignError(f"{where} must be a file path")
+    path = Path(os.path.expanduser(os.path.expandvars(text)))
+    path = path if path.is_absolute() else base / path
+    if must_exist and not path.is_file():
+        raise CampaignError(f"{where}: file not found: {path}")
+    return path
+
+
+def _positive_int(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CampaignError(f"{where} must be an integer >= 1, not {value!r}")
+    return value
+
+
+def parse_generate(value, where: str) -> dict:
+    """``"lublin:cores=256,jobs=10000"`` or ``{model = "lublin", cores = 256, ...}`` -> dict."""
+    if isinstance(value, str):
+        model, _, rest = value.partition(":")
+        params: dict = {"model": model.strip()}
+        for item in filter(None, (s.strip() for s in rest.split(","))):
+            key, sep, text = item.partition("=")
+            if not sep:
+                raise CampaignError(f"{where}: expected KEY=VALUE, got {item!r}")
+            try:
+                params[key.strip()] = json.loads(text)
+            except json.JSONDecodeError:
+                params[key.strip()] = text.strip()
+    elif isinstance(value, dict):
+        params = dict(value)
+    else:
+        raise CampaignError(f"{where} must be \"MODEL:KEY=VALUE,...\" or a table")
+    model = params.get("model")
+    if model not in GENERATORS:
+        raise CampaignError(f"{where}: unknown model {model!r}; known: {', '.join(GENERATORS)}")
+    module, _ = GENERATORS[model]
+    if importlib.util.find_spec(module) is None:
+        raise CampaignError(f"{where}: the {model} generator ({module}) is not installed")
+    return params
+
+
+def _trace(name: str, table: dict, base: Path) -> TraceSpec:
+    where = f"[traces.{name}]"
+    _check_keys(table, TRACE_KEYS, where)
+    sources = [k for k in TRACE_SOURCES if k in table]
+    if len(sources) != 1:
+        raise CampaignError(f"{where}: give exactly one of {', '.join(TRACE_SOURCES)}")
+    source = sources[0]
+    kwargs: dict = {"name": name, "source": source}
+    if source == "generate":
+        kwargs["generate"] = parse_generate(table["generate"], f"{where} generate")
+    else:
+        kwargs["path"] = _resolve(base, table[source], f"{where} {source}")
+    if "platform" in table:
+        if source != "workload":
+            raise CampaignError(f"{where}: platform goes with workload (swf and generate make their own)")
+        kwargs["platform"] = _resolve(base, table["platform"], f"{where} platform")
+    if "max_jobs" in table:
+        if source == "workload":
+            raise CampaignError(f"{where}: max_jobs applies to swf and generate traces")
+        kwargs["max_jobs"] = _positive_int(table["max_jobs"], f"{where} max_jobs")
+    if "nodes" in table:
+        if source != "swf":
+            raise CampaignError(f"{where}: nodes applies to swf traces")
+        kwargs["nodes"] = _positive_int(table["nodes"], f"{where} nodes")
+    if "windows" in table:
+        w = _table(table["windows"], f"{where} windows")
+        _check_keys(w, WINDOW_KEYS, f"{where} windows")
+        if "days" not in w:
+            raise CampaignError(f"{where} windows: days is required")
+        try:
+            kwargs["windows"] = WindowSpec(**w)
+        except (TypeError, ValueError) as exc:
+            raise CampaignError(f"{where} {exc}") from None
+    return TraceSpec(**kwargs)
+
+
+def _paper(entries, traces, configs, where: str = "[[paper]]") -> list[PaperRef]:
+    if not isinstance(entries, list):
+        raise CampaignError(f"{where} must be an array of tables")
+    refs = []
+    for i, e in enumerate(entries):
+        at = f"{where} #{i + 1}"
+        e = _table(e, at)
+        _check_keys(e, PAPER_KEYS, at)
+        for key in ("trace", "config", "metric"):
+            if key not in e:
+                raise CampaignError(f"{at}: {key} is required")
+        if e["trace"] not in traces:
+            raise CampaignError(f"{at}: unknown trace {e['trace']!r}; traces: {', '.join(traces)}")
+        if e["config"] not in configs:
+            raise CampaignError(f"{at}: unknown config {e['config']!r}; configs: {', '.join(configs)}")
+        if ("value" in e) == ("reduction" in e):
+            raise CampaignError(f"{at}: give one of value, reduction")
+        number = e.get("value", e.get("reduction"))
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise CampaignError(f"{at}: value / reduction must be a number")
+        refs.append(PaperRef(e["trace"], e["config"], e["metric"], value=e.get("value"),
+                             reduction=e.get("reduction"), source=str(e.get("source", ""))))
+    return refs
+
+
+def load_campaign(path) -> Campaign:
+    """Read and validate ``path``; raises :class:`CampaignError` with the file and the culprit."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CampaignError(f"cannot read campaign file {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CampaignError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        return _campaign(data, path, text)
+    except CampaignError as exc:
+        raise CampaignError(f"{path}: {exc}") from None
+
+
+def _campaign(data: dict, path: Path, text: str) -> Campaign:
+    from .results import metric_names
+
+    _check_keys(data, ("campaign", "traces", "configs", "paper"), "top level")
+    head = _table(data.get("campaign", {}), "[campaign]")
+    _check_keys(head, CAMPAIGN_KEYS, "[campaign]")
+    base = path.resolve().parent
+    traces_t = _table(data.get("traces", {}), "[traces]")
+    configs_t = _table(data.get("configs", {}), "[configs]")
+    if not traces_t:
+        raise CampaignError("no trace: add a [traces.NAME] table")
+    if not configs_t:
+        raise CampaignError("no configuration: add a [configs.NAME] table")
+    traces = {n: _trace(n, _table(t, f"[traces.{n}]"), base) for n, t in traces_t.items()}
+    configs = {n: ConfigSpec(n, dict(t), config_argv(_table(t, f"[configs.{n}]"), f"[configs.{n}]"))
+               for n, t in configs_t.items()}
+    for n, c in configs.items():
+        _check_buildable(c)
+    baseline = head.get("baseline", next(iter(configs)))
+    if baseline not in configs:
+        raise CampaignError(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs)}")
+    seeds = head.get("seeds", [0])
+    if (not isinstance(seeds, list) or not seeds
+            or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds)):
+        raise CampaignError(f"[campaign] seeds must be a list of distinct integers, not {seeds!r}")
+    metrics = head.get("metrics", DEFAULT_METRICS)
+    valid = metric_names()
+    if not isinstance(metrics, list) or not metrics:
+        raise CampaignError("[campaign] metrics must be a non-empty list of metric names")
+    for m in metrics:
+        if m not in valid:
+            raise CampaignError(f"[campaign] unknown metric {m!r}; valid: {', '.join(valid)}")
+    paper = _paper(data.get("paper", []), traces, configs)
+    for ref in paper:
+        if ref.metric not in valid:
+            raise CampaignError(f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}")
+    return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
+                    metrics=list(metrics), traces=traces, configs=configs, paper=paper,
+                    description=str(head.get("description", "")), text=text)
+
+
+def _check_buildable(config: ConfigSpec) -> None:
+    """Build the scheduler once, so an unknown plugin or option fails now, not in every task."""
+    import warnings
+
+    from ..cli import scheduler_from_args
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scheduler_from_args(parse_config(config.argv))
+    except SystemExit as exc:  # plugin_options' message for a malformed -o
+        raise CampaignError(f"[configs.{config.name}]: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
+        raise CampaignError(f"[configs.{config.name}]: {' '.join(str(exc).split())}") from None

@@ -1,0 +1,149 @@
+"""Checks of numeric settings, shared by the command line and the Python API.
+
+A value out of range (a negative starvation threshold, a tau of -1, zero trees)
+would not crash: it would silently change the results. Each check returns the
+value, converted, or raises a :class:`ValidationError` (a ``ValueError``) whose
+message is one line naming the setting, what it must be and what it got; the
+CLI prints it as ``batsched-ml: error: ...`` and exits 2.
+
+For argparse, :func:`arg` turns a check into a ``type=`` callable::
+
+    p.add_argument("--tau", type=arg(positive, "--tau"))
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+
+# numpy / scikit-learn seeds: 0 <= seed < 2**32
+SEED_LIMIT = 2**32
+
+
+class ValidationError(ValueError):
+    """A setting out of its range (one-line message)."""
+
+
+def check_number(value, name: str, *, low: float | None = None, high: float | None = None,
+                 low_open: bool = False, high_open: bool = False, integer: bool = False,
+                 allow_none: bool = False, meaning: str = ""):
+    """``value`` as an int (``integer``) or a finite float within ``[low, high]``
+    (``low_open`` / ``high_open``: bounds excluded); ``meaning`` ends the message
+    with what the setting does, so the user sees why the bound exists."""
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+    if isinstance(value, bool) or not ok:
+        ok = False
+    else:
+        number = int(value) if integer else float(value)
+        ok = math.isfinite(number)  # NaN and infinities too
+        if ok and low is not None:
+            ok = number > low if low_open else number >= low
+        if ok and high is not None:
+            ok = number < high if high_open else number <= high
+    if not ok:
+        raise ValidationError(f"{name} must be {_describe(low, high, low_open, high_open, integer)}"
+                              f"{f' ({meaning})' if meaning else ''}, "
+                              f"got {value!r}")
+    return number
+
+
+def _describe(low, high, low_open, high_open, integer) -> str:
+    kind = "an integer" if integer else "a number"
+    lo = None if low is None else f"{'>' if low_open else '>='} {_plain(low)}"
+    hi = None if high is None else f"{'<' if high_open else '<='} {_plain(high)}"
+    if lo and hi:
+        return f"{kind} {lo} and {hi}"
+    return f"{kind} {lo or hi}" if (lo or hi) else f"a finite {kind.split()[-1]}"
+
+
+def _plain(bound: float) -> str:
+    return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
+# ------------------------------------------------------------ common shapes
+def positive(value, name: str, meaning: str = "", allow_none: bool = False) -> float:
+    return check_number(value, name, low=0, low_open=True, meaning=meaning, allow_none=allow_none)
+
+
+def non_negative(value, name: str, meaning: str = "", allow_none: bool = False) -> float:
+    return check_number(value, name, low=0, meaning=meaning, allow_none=allow_none)
+
+
+def finite(value, name: str, meaning: str = "", allow_none: bool = False) -> float:
+    return check_number(value, name, meaning=meaning, allow_none=allow_none)
+
+
+def positive_int(value, name: str, meaning: str = "", allow_none: bool = False) -> int:
+    return check_number(value, name, low=1, integer=True, meaning=meaning, allow_none=allow_none)
+
+
+def non_negative_int(value, name: str, meaning: str = "", allow_none: bool = False) -> int:
+    return check_number(value, name, low=0, integer=True, meaning=meaning, allow_none=allow_none)
+
+
+def open_fraction(value, name: str, meaning: str = "") -> float:
+    """Strictly between 0 and 1."""
+    return check_number(value, name, low=0, high=1, low_open=True, high_open=True, meaning=meaning)
+
+
+def seed(value, name: str = "seed") -> int:
+    return check_number(value, name, low=0, high=SEED_LIMIT - 1, integer=True,
+                        meaning="seed of every random component")
+
+
+def starvation_threshold(value, name: str = "starvation_threshold") -> float | None:
+    return non_negative(value, name, "seconds a job may wait before it moves to the head of the queue",
+                        allow_none=True)
+
+
+def tau(value, name: str = "tau") -> float:
+    return positive(value, name, "bounded-slowdown threshold in seconds")
+
+
+def timeout(value, name: str = "timeout") -> float | None:
+    return positive(value, name, "seconds; leave it out to wait forever", allow_none=True)
+
+
+# ------------------------------------------------------------------ argparse
+def arg(check, name: str, *args, integer: bool = False):
+    """An argparse ``type=`` callable: parse the string (int when ``integer``), then ``check`` it.
+
+    The check's message becomes argparse's error, so the CLI exits 2 with one line."""
+
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expects {'an integer' if integer else 'a number'}, got {text!r}") from None
+        try:
+            return check(value, name, *args)
+        except ValidationError as exc:
+            message = str(exc).replace(f"{name} must be", "must be", 1).rsplit(", got ", 1)[0]
+            raise argparse.ArgumentTypeError(f"{message}, got {text}") from None
+
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
+
+
+# ------------------------------------------------------------------- paths
+def output_prefix(prefix, name: str = "-e") -> str:
+    """Check an output prefix (``DIR/NAME`` -> ``DIR/NAME_jobs.csv``...) and create ``DIR``.
+
+    A file where a directory is needed gets a sentence, not ``[Errno 17] File exists``."""
+    from pathlib import Path
+
+    path = Path(prefix)
+    if str(prefix).endswith(("/", "\\")):
+        raise ValidationError(f"{name} {prefix}: names a directory; {name} takes an output prefix DIR/NAME "
+                              f"(outputs go to DIR/NAME_jobs.csv and DIR/NAME_schedule.csv), "
+                              f"e.g. {name} {path / 'run'}")
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            raise ValidationError(f"{name} {prefix}: {parent} is an existing file, not a directory; "
+                                  f"{name} takes an output prefix DIR/NAME (outputs go to DIR/NAME_jobs.csv)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(prefix)

@@ -1,0 +1,362 @@
+"""Campaigns: schema errors, cache and resume, failures, equality with `simulate`, a real Dask
+scheduler + workers, windows, results files and the report."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from batsched_ml.campaign import run as run_module  # noqa: E402
+from batsched_ml.campaign.results import COLUMNS, read_results  # noqa: E402
+from batsched_ml.campaign.run import run_campaign  # noqa: E402
+from batsched_ml.campaign.spec import CampaignError, config_keys, load_campaign  # noqa: E402
+from batsched_ml.cli import build_parser, main  # noqa: E402
+from batsched_ml.workloads.windows import WindowSpec, split_windows  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOAD = ROOT / "workloads" / "KTH-SP2-1k.json"
+PLATFORM = ROOT / "platforms" / "cluster-100.xml"
+
+HEAD = f"""
+[campaign]
+name = "t"
+baseline = "easy"
+
+[traces.KTH1k]
+workload = "{WORKLOAD}"
+platform = "{PLATFORM}"
+"""
+CONFIGS = """
+[configs.easy]
+scheduler = "easy"
+
+[configs.spf]
+scheduler = "easy"
+policy = "spf"
+backfill_order = "sjbf"
+
+[configs.conservative]
+scheduler = "conservative"
+reservations = "cores"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "c.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def quiet(msg):
+    pass
+
+
+def run(path, out, **kw):
+    kw.setdefault("progress", False)
+    return run_campaign(load_campaign(path), out, log=quiet, **kw)
+
+
+def csv_rows(path: Path, drop=("wall_s",)) -> list[dict]:
+    with open(path, newline="") as f:
+        return [{k: v for k, v in r.items() if k not in drop} for r in csv.DictReader(f)]
+
+
+# ---------------------------------------------------------------- schema
+def test_config_keys_are_the_simulate_parsers_scheduler_flags():
+    sim = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "simulate")[1]
+    group = next(g for g in sim._action_groups if g.title == "scheduler")
+    dests = {a.dest for a in group._group_actions} - {"seed", "option"}
+    assert config_keys() == sorted(dests) + ["options"]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("[configs.a]\nschedulr = 'easy'\n", "unknown key 'schedulr'; valid keys: backfill_order"),
+    ("[configs.a]\nseed = 3\n", "set seeds in [campaign]"),
+    ("[configs.a]\nreservations = 'bogus'\n", "invalid choice: 'bogus'"),
+    ("[configs.a]\nstarvation_threshold = 'soon'\n", "--starvation-threshold: expects a number"),
+    ("[configs.a]\nkill_false_small = 1\n", "is a switch"),
+    ("[configs.a]\nclassifier = 'no-such-model'\n", "no-such-model"),
+    ("[configs.a]\noptions = { no_plugin_takes_this = 1 }\n", "no_plugin_takes_this"),
+])
+def test_bad_config_is_a_clear_error(tmp_path, body, message):
+    path = write(tmp_path, HEAD.replace('baseline = "easy"', "") + body)
+    with pytest.raises(CampaignError, match=message.replace("[", r"\[").replace("(", r"\(")) as err:
+        load_campaign(path)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[campaign]\nname = "x"\nbasline = "a"\n[traces.T]\nswf = "nope.swf"\n[configs.a]\n', "unknown key 'basline'"),
+    ('[traces.T]\nswf = "nope.swf"\n[configs.a]\n', "file not found"),
+    ('[configs.a]\n', "no trace"),
+    ('[traces.T]\nswf = "nope.swf"\nworkload = "w.json"\n[configs.a]\n', "exactly one of"),
+    (HEAD + CONFIGS + '[[paper]]\ntrace = "KTH1k"\nconfig = "nope"\nmetric = "avebsld10"\nvalue = 1\n',
+     "unknown config 'nope'"),
+    (HEAD + CONFIGS + '[[paper]]\ntrace = "KTH1k"\nconfig = "easy"\nmetric = "bsld"\nvalue = 1\n',
+     "unknown metric 'bsld'"),
+    (HEAD.replace('baseline = "easy"', 'baseline = "fcfs"') + CONFIGS, "baseline 'fcfs' is not a config"),
+    (HEAD + 'windows = { days = 0 }\n' + CONFIGS, "days must be > 0"),
+    (HEAD + 'windows = { days = 2, count = 3, every = 1 }\n' + CONFIGS, "unknown key 'every'"),
+    ("[campaign\n", "invalid TOML"),
+])
+def test_bad_campaign_file_is_a_clear_error(tmp_path, text, message):
+    with pytest.raises(CampaignError, match=message):
+        load_campaign(write(tmp_path, text))
+
+
+def test_config_becomes_the_simulate_flags(tmp_path):
+    c = load_campaign(write(tmp_path, HEAD + CONFIGS + """
+[configs.ci]
+classifier = "random-forest"
+kill_false_small = true
+options = { small_threshold = 0.35, history = "previous-weeks", max_depth = "null" }
+"""))
+    assert c.configs["spf"].argv == ("--scheduler", "easy", "--policy", "spf", "--backfill-order", "sjbf")
+    assert c.configs["ci"].argv == ("--classifier", "random-forest", "--kill-false-small", "-o", "small_threshold=0.35",
+                                    "-o", "history=previous-weeks", "-o", "max_depth=null")
+    assert c.seeds == [0] and c.baseline == "easy"
+
+
+def test_cli_rejects_a_bad_file_with_exit_2(tmp_path, capsys):
+    path = write(tmp_path, HEAD + "[configs.a]\npolicy = 3.5\nwat = 1\n")
+    assert main(["campaign", "run", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("batsched-ml: error:") and "unknown key 'wat'" in err and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- engine
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The three-config campaign run once on a real local cluster of two workers."""
+    tmp = tmp_path_factory.mktemp("local")
+    path = write(tmp, HEAD + CONFIGS)
+    outcome = run(path, tmp / "out", workers=2)
+    return path, tmp / "out", outcome
+
+
+def test_local_run_writes_one_row_per_task(local_run):
+    _, out, outcome = local_run
+    assert (outcome.computed, outcome.cached, outcome.failed, outcome.interrupted) == (3, 0, [], False)
+    rows = read_results(out)
+    assert [r["config"] for r in rows] == ["easy", "spf", "conservative"]
+    assert all(r["status"] == "ok" and r["jobs"] == 1000 and r["window"] == 0 for r in rows)
+    with open(out / "results.csv") as f:
+        assert tuple(next(csv.reader(f))) == COLUMNS
+    assert rows[0]["avebsld10"] != rows[1]["avebsld10"]  # the configs really differ
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    assert [t["avebsld10"] for t in table] == [r["avebsld10"] for r in rows]
+    assert json.loads(table[2]["metrics"]) == rows[2]["metrics"]
+
+
+def test_results_equal_separate_simulate_runs(local_run, tmp_path, capsys):
+    _, out, _ = local_run
+    rows = {r["config"]: r for r in read_results(out)}
+    for config, flags in (("spf", ["--policy", "spf", "--backfill-order", "sjbf"]),
+                          ("conservative", ["--scheduler", "conservative", "--reservations", "cores"])):
+        prefix = tmp_path / config
+        assert main(["simulate", "-p", str(PLATFORM), "-w", str(WORKLOAD), "-e", str(prefix), "--json", *flags]) == 0
+        metrics = json.loads(capsys.readouterr().out)["metrics"]
+        assert rows[config]["metrics"] == metrics
+        assert rows[config]["avebsld10"] == metrics["avebsld_tau10"]
+        ours = gzip.decompress((out / "runs" / f"KTH1k.w0.{config}.s0_jobs.csv.gz").read_bytes())
+        assert ours == Path(f"{prefix}_jobs.csv").read_bytes()
+
+
+def test_second_run_is_all_cache_and_a_changed_config_reruns_alone(local_run, tmp_path):
+    path, out, _ = local_run
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    again = run(path, work, workers=0)
+    assert (again.computed, again.cached) == (0, 3)
+    assert csv_rows(work / "results.csv", drop=()) == csv_rows(out / "results.csv", drop=())
+    changed = write(tmp_path, HEAD + CONFIGS.replace('policy = "spf"', 'policy = "saf"'))
+    third = run(changed, work, workers=0)
+    assert (third.computed, third.cached) == (1, 2)
+    rows = {r["config"]: r for r in read_results(work)}
+    before = {r["config"]: r for r in read_results(out)}
+    assert rows["spf"]["key"] != before["spf"]["key"] and rows["spf"]["avebsld10"] != before["spf"]["avebsld10"]
+    assert rows["easy"] == before["easy"]
+
+
+def test_interrupted_campaign_resumes(tmp_path, monkeypatch):
+    path = write(tmp_path, HEAD + CONFIGS)
+    real, calls = run_module.run_task, []
+
+    def interrupted_after_one(task):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(task)
+        return real(task)
+
+    monkeypatch.setattr(run_module, "run_task", interrupted_after_one)
+    first = run(path, tmp_path / "out", workers=0)
+    assert first.interrupted and first.computed == 1 and len(read_results(tmp_path / "out")) == 1
+    monkeypatch.setattr(run_module, "run_task", real)
+    second = run(path, tmp_path / "out", workers=0)
+    assert (second.interrupted, second.computed, second.cached) == (False, 2, 1)
+    assert [r["config"] for r in read_results(tmp_path / "out")] == ["easy", "spf", "conservative"]
+
+
+def test_failing_task_is_recorded_and_the_rest_completes(tmp_path, dask_scheduler_address, capsys):
+    bad = json.loads(WORKLOAD.read_text())
+    bad["jobs"] = bad["jobs"][:50]
+    bad["profiles"]["weird"] = {"type": "parallel_homogeneous", "cpu": 1e9, "com": 0}
+    bad["jobs"][10]["profile"] = "weird"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    path = write(tmp_path, HEAD + CONFIGS + f'[traces.bad]\nworkload = "bad.json"\nplatform = "{PLATFORM}"\n')
+    code = main(["campaign", "run", str(path), "-o", str(tmp_path / "out"), "--dask", dask_scheduler_address,
+                 "--no-report", "-q"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "3 task(s) failed" in err and "bad/w0/easy/s0: SimulationError" in err
+    rows = read_results(tmp_path / "out")
+    assert [r["status"] for r in rows] == ["ok"] * 3 + ["error"] * 3
+    assert all("not supported by the embedded simulator" in r["error"] for r in rows[3:])
+
+
+def test_dask_scheduler_and_two_workers_give_the_local_results(local_run, dask_scheduler_address, tmp_path):
+    path, out, _ = local_run
+    outcome = run(path, tmp_path / "remote", scheduler_address=dask_scheduler_address)
+    assert outcome.computed == 3 and not outcome.failed
+    assert csv_rows(tmp_path / "remote" / "results.csv") == csv_rows(out / "results.csv")
+
+
+# ---------------------------------------------------------------- windows, seeds, report
+def test_split_windows_are_disjoint_rebased_and_spread():
+    workload = json.loads(WORKLOAD.read_text())  # 9.2 days of KTH
+    windows = split_windows(workload, WindowSpec(days=2))
+    assert [s for s, _ in windows] == [0.0, 2 * 86400.0, 4 * 86400.0, 6 * 86400.0]
+    ids = [j["id"] for _, w in windows for j in w["jobs"]]
+    assert len(ids) == len(set(ids))
+    for start, w in windows:
+        assert all(0 <= j["subtime"] < 2 * 86400 for j in w["jobs"])
+        assert w["swf"]["subtime_offset"] == workload["swf"]["subtime_offset"] + start
+        assert set(w["profiles"]) == {j["profile"] for j in w["jobs"]}
+    assert [s for s, _ in split_windows(workload, WindowSpec(days=2, count=2))] == [0.0, 6 * 86400.0]
+    assert [s for s, _ in split_windows(workload, WindowSpec(days=2, count=2, select="first"))] == [0.0, 2 * 86400.0]
+    with pytest.raises(ValueError, match="holds 4 whole windows"):
+        split_windows(workload, WindowSpec(days=2, count=5))
+
+
+def test_windows_seeds_and_report_with_paper_numbers(tmp_path):
+    pytest.importorskip("matplotlib")
+    text = HEAD.replace('baseline = "easy"', 'baseline = "easy"\nseeds = [0, 1]\nmetrics = ["avebsld10", "mean_wait"]')
+    text += 'windows = { days = 3, count = 2 }\n' + CONFIGS + """
+[[paper]]
+trace = "KTH1k"
+config = "spf"
+metric = "avebsld10"
+reduction = 40
+source = "Table X"
+
+[[paper]]
+trace = "KTH1k"
+config = "easy"
+metric = "avebsld10"
+value = 10.0
+"""
+    out = tmp_path / "out"
+    outcome = run(write(tmp_path, text), out, workers=0)
+    rows = read_results(out)
+    assert outcome.computed == 12 and len(rows) == 12
+    assert sorted({(r["window"], r["window_start"]) for r in rows}) == [(0, 0.0), (1, 6 * 86400.0)]
+    assert sum(r["jobs"] for r in rows if r["config"] == "easy" and r["seed"] == 0) < 1000
+    assert main(["campaign", "report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    easy = [r["avebsld10"] for r in rows if r["config"] == "easy"]
+    spf = [r["avebsld10"] for r in rows if r["config"] == "spf"]
+    ours = 100 * (1 - (sum(spf) / 4) / (sum(easy) / 4))
+    assert f"| KTH1k | spf | avebsld10 reduction | Table X | {ours:+.1f}%" in md
+    assert f"{ours - 40:+.1f} pts" in md
+    assert "![KTH1k: avebsld10 across windows and seeds](KTH1k-box.png)" in md
+    for name in ("KTH1k-box.png", "KTH1k-cumbsld.png", "KTH1k-wait-ecdf.png"):
+        assert (tmp_path / "rep" / name).stat().st_size > 1000
+    assert "| spf | `--scheduler easy --policy spf --backfill-order sjbf` |" in md
+
+
+def test_generated_trace_through_the_lublin_model(tmp_path):
+    pytest.importorskip("batsched_ml.workloads.lublin")
+    text = ('[traces.L]\ngenerate = "lublin:cores=64,jobs=200"\n[configs.easy]\nscheduler = "easy"\n')
+    out = tmp_path / "out"
+    run(write(tmp_path, text), out, workers=0)
+    (row,) = read_results(out)
+    assert row["status"] == "ok" and row["jobs"] == 200
+
+
+def _interrupt_a_run(out: Path, signum) -> str:
+    """Start `campaign run` on the sample, send ``signum`` once a task is stored; its stderr."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-m", "batsched_ml.cli", "campaign", "run", str(ROOT / "experiments" / "sample.toml"),
+           "-o", str(out), "-q", "--workers", "0", "--no-report"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while not len(list(out.glob("cache/*.json"))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    return err
+
+
+def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
+    """A real SIGINT to `batsched-ml campaign run` (as Ctrl-C sends), then a resume."""
+    import signal
+
+    out = tmp_path / "out"
+    assert "run again to resume" in _interrupt_a_run(out, signal.SIGINT)
+    stored = len(read_results(out))
+    assert 1 <= stored < 10
+    resumed = run(ROOT / "experiments" / "sample.toml", out, workers=0)
+    assert (resumed.cached, resumed.computed) == (stored, 10 - stored)
+
+
+def test_check_prints_each_config_as_simulate_flags(capsys):
+    assert main(["campaign", "check", str(ROOT / "experiments" / "sample.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "campaign sample: 1 trace(s)" in out
+    assert "eloss-triple: batsched-ml simulate ... --predictor eloss --correction incremental --backfill-order sjbf" in out
+
+
+def test_generator_string_is_parsed_and_a_missing_generator_is_a_clear_error(tmp_path):
+    import importlib.util
+
+    from batsched_ml.campaign.spec import parse_generate
+
+    text = '[traces.L]\ngenerate = "lublin:cores=64,jobs=200,seed=3"\n[configs.easy]\n'
+    if importlib.util.find_spec("batsched_ml.workloads.lublin") is None:
+        with pytest.raises(CampaignError, match="lublin generator .* is not installed"):
+            load_campaign(write(tmp_path, text))
+    else:
+        assert parse_generate("lublin:cores=64,jobs=200,seed=3", "x") == {"model": "lublin", "cores": 64,
+                                                                            "jobs": 200, "seed": 3}
+    with pytest.raises(CampaignError, match="unknown model 'feitelson'"):
+        parse_generate({"model": "feitelson"}, "x")
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path):
+    import signal
+
+    assert "run again to resume" in _interrupt_a_run(tmp_path / "out", signal.SIGTERM)
+    assert 1 <= len(read_results(tmp_path / "out")) < 10
+
+
+def test_subset_keeps_the_baseline_and_rejects_unknown_names(tmp_path):
+    c = load_campaign(write(tmp_path, HEAD + CONFIGS + '[[paper]]\ntrace = "KTH1k"\nconfig = "spf"\n'
+                                                       'metric = "avebsld10"\nvalue = 1\n'))
+    sub = c.subset(configs=["conservative"])
+    assert list(sub.configs) == ["easy", "conservative"] and sub.paper == [] and list(sub.traces) == ["KTH1k"]
+    with pytest.raises(CampaignError, match="unknown trace 'CTC'; traces: KTH1k"):
+        c.subset(traces=["CTC"])

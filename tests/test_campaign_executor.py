@@ -1,0 +1,67 @@
+"""The generic task executor: a real local Dask cluster and a real dask scheduler + workers."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from batsched_ml.campaign import executor  # noqa: E402
+from batsched_ml.campaign.executor import TaskError, TaskFailure, iter_tasks, map_tasks  # noqa: E402
+
+# functions of this test module travel by value: the workers cannot import it
+import cloudpickle  # noqa: E402
+import sys  # noqa: E402
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def test_local_cluster_results_in_item_order():
+    items = [12, 3, 7, 0, 25, 1]
+    assert map_tasks(math.factorial, items, workers=2, progress=False) == [math.factorial(i) for i in items]
+
+
+def test_tasks_run_in_worker_processes(dask_scheduler_address):
+    assert map_tasks(_pid_of, [], scheduler_address=dask_scheduler_address) == []
+    results = map_tasks(_pid_of, range(8), scheduler_address=dask_scheduler_address, progress=False)
+    assert os.getpid() not in {pid for _, pid in results}
+    assert [i for i, _ in results] == list(range(8))
+
+
+def _pid_of(i):
+    return i, os.getpid()
+
+
+def test_a_failure_is_reported_and_the_rest_completes(dask_scheduler_address):
+    results = map_tasks(math.sqrt, [4.0, -1.0, 9.0], scheduler_address=dask_scheduler_address, errors="return",
+                        progress=False)
+    assert results[0] == 2.0 and results[2] == 3.0
+    failure = results[1]
+    assert isinstance(failure, TaskFailure) and failure.index == 1 and failure.item == -1.0
+    assert failure.error.startswith("ValueError")
+    with pytest.raises(TaskError, match="task 1"):
+        map_tasks(math.sqrt, [4.0, -1.0], scheduler_address=dask_scheduler_address, progress=False)
+
+
+def test_iter_tasks_streams_every_index_once_and_serial_mode_agrees(dask_scheduler_address):
+    items = [5, 1, 4, 2]
+    seen = dict(iter_tasks(math.factorial, items, scheduler_address=dask_scheduler_address, progress=False))
+    assert seen == {i: math.factorial(x) for i, x in enumerate(items)}
+    assert map_tasks(math.factorial, items, workers=0) == [seen[i] for i in range(len(items))]
+
+
+def test_unreachable_scheduler_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(executor, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(OSError, match="cannot reach the Dask scheduler"):
+        map_tasks(abs, [1], scheduler_address=f"tcp://127.0.0.1:{_closed_port()}", progress=False)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
