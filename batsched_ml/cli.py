@@ -329,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check a run's jobs CSV (ours or real Batsim's): every job ends once, "
                        "no core overlap, no start before submission, no job left waiting on an idle machine; "
                        "exit 1 if anything is wrong")
-    p.add_argument("jobs_csv")
+    p.add_argument("jobs_csv", help="the run's PREFIX_jobs.csv (plain or gzip)")
     p.add_argument("-w", "--workload", action="append", default=[],
                    help="the run's workload file(s), in order: every job must then appear, and delay "
                    "profiles check execution times (repeatable)")
