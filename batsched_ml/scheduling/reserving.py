@@ -3,8 +3,12 @@ running jobs and reservations, in one of two reservation models."""
 
 from __future__ import annotations
 
+import heapq
+import math
+
 from ..core.job import RUNNING
 from ..core.scheduler import Context
+from ..predictors import CALL_MARGIN
 from .base import QueueScheduler
 from ..validation import non_negative
 from .profile import PROFILES, Placement
@@ -32,6 +36,10 @@ class ProfileScheduler(QueueScheduler):
             rjms_delay = 5.0 if reservations == "cores" else 0.0
         self.rjms_delay = non_negative(rjms_delay, "rjms_delay", "seconds added to every planned job")
         self.profile = None
+        # (planned end, seq, job, placement) of running jobs, stale entries skipped lazily:
+        # the earliest event the running jobs promise (see ``wake_at_next_reservation``)
+        self._running_ends: list = []
+        self._next_reservation = math.inf  # earliest start of a queued job's reservation
 
     def span(self, job) -> float:
         """How long the profile plans ``job`` to hold its cores."""
@@ -60,13 +68,15 @@ class ProfileScheduler(QueueScheduler):
             for job in late:
                 if job.state == RUNNING:
                     profile.remove(job)
-                    profile.place(job, now, now + OVERRUN_GRACE, self._placed_resources(job))
+                    self._track_running(job, profile.place(job, now, now + OVERRUN_GRACE,
+                                                           self._placed_resources(job)))
         profile.update_first_slice(now)
 
     def _drop_reservations(self) -> None:
         profile = self.profile
         for queued in [j for j in profile.placed if j.state != RUNNING]:
             profile.remove(queued)
+        self._next_reservation = math.inf
         self._dirty = True
 
     def _placed_resources(self, job):
@@ -86,7 +96,7 @@ class ProfileScheduler(QueueScheduler):
         """Plan a running job anew until its (new) estimated end, or a moment past now."""
         self.profile.remove_if_present(job)
         end = max(job.start_time + self.span(job), now + OVERRUN_GRACE)
-        self.profile.place(job, now, end, self._placed_resources(job))
+        self._track_running(job, self.profile.place(job, now, end, self._placed_resources(job)))
 
     def start(self, ctx: Context, job, placement: Placement) -> None:
         """Start a job placed at the present; it stays in the profile while running."""
@@ -96,5 +106,40 @@ class ProfileScheduler(QueueScheduler):
             mask = ctx.machine.lowest_free(job.res)
         self.queue.remove(job)
         ctx.execute(job, mask)
+        self._track_running(job, placement)
         if self.estimator is not None:
             self.estimator.on_start(job, ctx)
+
+    # ------------------------------------------------------------ wake-ups
+    def _track_running(self, job, placement: Placement) -> None:
+        heapq.heappush(self._running_ends, (placement.end, job.seq, job, placement))
+
+    def _next_running_end(self) -> float:
+        """The earliest planned end of a running job (inf when none runs)."""
+        ends, placed = self._running_ends, self.profile.placed
+        while ends:
+            _, _, job, placement = ends[0]
+            if job.state == RUNNING and placed.get(job) is placement:
+                return placement.end
+            heapq.heappop(ends)
+        return math.inf
+
+    def note_reservation(self, placement: Placement) -> None:
+        """A queued job was given a reservation (not started now)."""
+        if placement.start < self._next_reservation:
+            self._next_reservation = placement.start
+
+    def reservation_due(self, now: float) -> bool:
+        """A queued job's reservation has begun: the pass must re-plan the queue."""
+        return self._next_reservation <= now
+
+    def wake_at_next_reservation(self, ctx: Context) -> None:
+        """Ask for a call at the earliest reservation start unless a running job is planned
+        to end by then. A reservation normally begins where running jobs end (their
+        completion then brings the scheduler back); when nothing is planned to end first,
+        as on an idle machine, no event may ever come, and the job would wait forever."""
+        start = self._next_reservation
+        if start == math.inf or start <= ctx.now:
+            return
+        if self._next_running_end() > start:
+            ctx.call_me_later(max(start, ctx.now + CALL_MARGIN))
