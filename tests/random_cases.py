@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
 from batsched_ml.cli import build_parser
-from batsched_ml.core.scheduler import SchedulingError
+from batsched_ml.core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN, SchedulingError
 from batsched_ml.plugins import available, load
 from batsched_ml.protocol.codec import encode
 from batsched_ml.protocol.events import Message
@@ -173,7 +173,7 @@ def run_once(workload: dict, config: dict, prefix: Path):
     options = dict(config)
     latency = LATENCIES[options.pop("latency")]
     scheduler = build_scheduler(**options)
-    core = DecisionCore(scheduler)
+    core = DecisionCore(scheduler, call_margin=EXACT_CALL_MARGIN if latency == NO_LATENCY else CALL_MARGIN)
     exchange = in_process(core)
     transcript = []
 

@@ -24,9 +24,7 @@ from batsched_ml.cli import main
 CI_SETTINGS = settings(max_examples=90, deadline=None, derandomize=True, database=None,
                        phases=[Phase.explicit, Phase.generate],
                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-# Conservative backfilling still stalls (issue 13 section 1, being fixed on branch `stall`):
-# the test runs and reports XPASS once the fix lands; then remove this mark.
-KNOWN = {"conservative": pytest.mark.xfail(reason="issue 13 §1: conservative backfilling stalls", strict=False)}
+KNOWN: dict = {}  # scheduler -> pytest mark for a known, open bug (conservative stalls: fixed, issue 13 §1)
 
 
 @pytest.mark.parametrize("scheduler", [pytest.param(s, marks=KNOWN.get(s, ())) for s in SCHEDULERS])

@@ -8,7 +8,7 @@ import math
 
 from ..core.job import RUNNING
 from ..core.scheduler import Context
-from ..predictors import CALL_MARGIN
+from ..core.scheduler import CALL_MARGIN
 from .base import QueueScheduler
 from ..validation import non_negative
 from .profile import PROFILES, Placement
