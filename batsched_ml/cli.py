@@ -206,6 +206,25 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_check(args) -> int:
+    from .analysis.checker import check_files
+
+    nb_cores = args.nb_cores
+    if args.platform is not None:
+        from .workloads import read_platform
+
+        nb_cores = read_platform(args.platform).nb_hosts
+    violations = check_files(args.jobs_csv, args.workload, nb_cores, idle_slack=args.idle_slack,
+                             fcfs_head=args.fcfs_head)
+    if args.json:
+        print(json.dumps([{"kind": v.kind, "job": v.job, "message": v.message} for v in violations]))
+    else:
+        for v in violations:
+            print(v)
+        print(f"{len(violations)} violation(s)" if violations else "valid: no violation found")
+    return 1 if violations else 0
+
+
 def cmd_plugins(args) -> int:
     from .options import describe_plugins
 
@@ -309,6 +328,23 @@ def build_parser() -> argparse.ArgumentParser:
                    "PREFIX_run.json, else the prefix)")
     p.add_argument("--title", default=None, help="figure title (default: none)")
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("check", help="check a run's jobs CSV (ours or real Batsim's): every job ends once, "
+                       "no core overlap, no start before submission, no job left waiting on an idle machine; "
+                       "exit 1 if anything is wrong")
+    p.add_argument("jobs_csv", help="the run's PREFIX_jobs.csv (plain or gzip)")
+    p.add_argument("-w", "--workload", action="append", default=[],
+                   help="the run's workload file(s), in order: every job must then appear, and delay "
+                   "profiles check execution times (repeatable)")
+    p.add_argument("-p", "--platform", default=None, help="the run's platform: allocations must fit it")
+    p.add_argument("--nb-cores", type=int, default=None, help="machine size, instead of --platform")
+    p.add_argument("--idle-slack", type=float, default=1.0, metavar="SECONDS",
+                   help="how long a job may wait on a fully idle machine (message latencies; default 1)")
+    p.add_argument("--fcfs-head", action="store_true",
+                   help="also require the first job in submission order to start once it fits (needs the "
+                   "machine size; for fcfs/easy runs with --policy fcfs)")
+    p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)

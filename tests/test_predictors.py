@@ -473,3 +473,15 @@ def test_skipping_irrelevant_calls_leaves_the_schedule_unchanged(tmp_path, predi
     assert outputs["relevant"][0] == outputs["all"][0]
     assert outputs["relevant"][2] == outputs["all"][2]  # the same corrections, counted alike
     assert outputs["relevant"][1] < outputs["all"][1]  # fewer round trips
+
+
+def test_nag_keeps_learning_after_a_subnormal_feature():
+    """Found by the property tests: a job submitted at t = 1e-310 s gives subnormal calendar
+    features; 1/s overflowed, the normaliser became inf and the model never moved again."""
+    model = NAGRegressor(eta=1.0)
+    x = np.array([1.0, 2.0, 3.0])
+    model.partial_fit(np.array([[1.0, 1e-310, 3.0]]), [5.0])
+    for _ in range(20):
+        model.partial_fit(x[None, :], [5.0])
+    assert np.isfinite(model.norm_)
+    assert float(model.predict(x)) > 1.0

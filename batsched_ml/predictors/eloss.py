@@ -69,6 +69,9 @@ def job_weight(gamma: str, cores: float, time: float) -> float:
     return max(WEIGHTS[gamma](q, p), WEIGHT_FLOOR)
 
 
+TINY = np.finfo(float).tiny  # the smallest normal float: 1 / TINY is still finite
+
+
 class NAGRegressor(Params):
     """Linear regression ``f(x) = w . x`` learned online by NAG on the asymmetric loss.
 
@@ -135,7 +138,9 @@ class NAGRegressor(Params):
             ratio = s[grow] / a[grow]
             w[grow] *= ratio * ratio
             s[grow] = a[grow]
-            self._inv_scale = np.divide(1.0, s, out=np.zeros_like(s), where=s > 0)
+            # a subnormal scale would overflow 1/s to inf and the normaliser N with it, after
+            # which sqrt(t/N) = 0 freezes the model for good: such a coordinate counts as 0
+            self._inv_scale = np.divide(1.0, s, out=np.zeros_like(s), where=s >= TINY)
         inv_s = self._inv_scale
         xs = x * inv_s
         self.norm_ += float(xs @ xs)
