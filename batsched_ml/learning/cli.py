@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from .. import validation as check
+from ..validation import arg
+
 
 
 def cmd_generate(args) -> int:
@@ -38,30 +41,30 @@ def _names(text):
 def add_learning_commands(sub) -> None:
     p = sub.add_parser("generate", help="generate a synthetic workload (model: lublin)")
     p.add_argument("model", choices=("lublin",), help="workload model: lublin (Lublin & Feitelson 2003)")
-    p.add_argument("--cores", type=int, required=True, help="machine size (largest job)")
-    p.add_argument("--jobs", type=int, required=True, help="number of jobs")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same workload")
+    p.add_argument("--cores", type=arg(check.positive_int, "--cores", integer=True), required=True, help="machine size (largest job)")
+    p.add_argument("--jobs", type=arg(check.positive_int, "--jobs", integer=True), required=True, help="number of jobs")
+    p.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0, help="random seed (default 0): same seed, same workload")
     p.add_argument("-w", "--workload", required=True, help="output Batsim JSON workload")
     p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML of --cores hosts")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("learn-policy", help="learn queue-order functions by trial simulations and "
                        "nonlinear regression (Carastan-Santos & de Camargo 2017)")
-    p.add_argument("--cores", type=int, default=256, help="machine size n_max (default 256)")
-    p.add_argument("--tuples", type=int, required=True, help="number of (S, Q) tuples")
-    p.add_argument("--trials", type=int, default=256000, help="permutations per tuple (default 256000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the workload, the tuples and the permutations")
+    p.add_argument("--cores", type=arg(check.positive_int, "--cores", integer=True), default=256, help="machine size n_max (default 256)")
+    p.add_argument("--tuples", type=arg(check.positive_int, "--tuples", integer=True), required=True, help="number of (S, Q) tuples")
+    p.add_argument("--trials", type=arg(check.positive_int, "--trials", integer=True), default=256000, help="permutations per tuple (default 256000)")
+    p.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0, help="seed of the workload, the tuples and the permutations")
     p.add_argument("-o", "--output", required=True, help="JSON policy file (use as --policy learned:FILE#k)")
     p.add_argument("--scores", default=None, help="score distribution CSV, kept for resuming "
                    "(default: OUTPUT with .scores.csv)")
     p.add_argument("--swf", default=None, help="draw tuples from this trace instead of the Lublin model")
-    p.add_argument("--jobs", type=int, default=10000, help="Lublin jobs to draw tuples from (default 10000)")
-    p.add_argument("--top", type=int, default=10, help="functions kept in the policy file (default 10)")
-    p.add_argument("--starts", type=int, default=3, help="least-squares starting points per function (default 3)")
+    p.add_argument("--jobs", type=arg(check.positive_int, "--jobs", integer=True), default=10000, help="Lublin jobs to draw tuples from (default 10000)")
+    p.add_argument("--top", type=arg(check.positive_int, "--top", integer=True), default=10, help="functions kept in the policy file (default 10)")
+    p.add_argument("--starts", type=arg(check.positive_int, "--starts", integer=True), default=3, help="least-squares starting points per function (default 3)")
     p.add_argument("--bases", default=None, help="base functions to combine, comma-separated "
                    "(default all: id,log10,sqrt,inv)")
     p.add_argument("--operators", default=None, help="operators, comma-separated (default all: +,*,/)")
-    p.add_argument("--workers", type=int, default=None, help="local worker processes (default: one per core)")
+    p.add_argument("--workers", type=arg(check.non_negative_int, "--workers", integer=True), default=None, help="local worker processes (default: one per core)")
     p.add_argument("--dask", default=None, metavar="ADDRESS", help="run on this Dask scheduler instead")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_learn_policy)
