@@ -82,22 +82,25 @@ class EasyBackfilling(ProfileScheduler):
         if not full_pass:
             self._backfill(ctx, [j for j in self._released if j in self.queue and j is not self.priority])
         else:
-            self._backfill(ctx, [j for j in self.queue.ordered(now) if j is not self.priority])
+            self._backfill(ctx, self.queue.iter_ordered(now, max_res=profile.available_now()))
             self._ensure_priority(ctx)
         self.end_pass(ctx)
 
-    def _backfill(self, ctx: Context, candidates: list) -> None:
-        profile = self.profile
+    def _backfill(self, ctx: Context, candidates) -> None:
+        """Start the ``candidates`` (read lazily, in queue order) that fit now without
+        delaying the priority job; stop reading as soon as no core is free."""
+        profile, priority = self.profile, self.priority
         available = profile.available_now()
         # (cores, span) of the candidates that did not fit. Starting jobs only takes cores
         # away, so a job at least as wide and as long as one of them cannot fit either:
         # the profile is not searched for it (most of a long queue, on big machines).
         failed: list = []
+        smallest = self.queue.smallest_request()
         for job in self.backfill_candidates(candidates, ctx.now):
-            if available <= 0:
+            if available < smallest or available <= 0:
                 break
             res = job.res
-            if res > available:
+            if res > available or job is priority:
                 continue
             span = self.span(job)
             if failed and _dominated(failed, res, span):
@@ -106,10 +109,23 @@ class EasyBackfilling(ProfileScheduler):
             if used is None:
                 failed[:] = [(r, s) for r, s in failed if r < res or s < span]
                 failed.append((res, span))
+                if self._none_can_fit(available, failed, priority):
+                    break
                 continue
             placement = profile.place(job, ctx.now, ctx.now + span, used)
             self.start(ctx, job, placement)
             available -= res
+            smallest = self.queue.smallest_request()
+
+    def _none_can_fit(self, available: int, failed: list, priority) -> bool:
+        """Every queued job (but the priority job) is at least as wide and as long as one that
+        did not fit: the rest of the pass would only skip jobs (a long queue of wide or long
+        jobs on a busy machine)."""
+        delay = self.rjms_delay
+        for res, estimate in self.queue.shortest_by_size(available, exclude=priority):
+            if not _dominated(failed, res, estimate + delay):
+                return False
+        return True
 
 
 def _dominated(failed: list, res: int, span: float) -> bool:

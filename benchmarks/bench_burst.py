@@ -1,0 +1,67 @@
+"""Time a burst: N jobs submitted at one instant (t=0) on a small machine.
+
+The whole burst sits in the queue at once, so any per-pass work linear in the
+queue length makes the run quadratic (issue 13 section 2). The workload is
+generated (seeded): sizes uniform in 1..cores, runtimes log-uniform in
+[10 s, 10 h], walltimes 1x..5x the runtime. No shared data needed.
+
+Usage: python benchmarks/bench_burst.py --jobs 100000 --scheduler easy [--cores 64]
+       [--policy fcfs] [--reservations count|cores] [--seed 0] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import sys
+import time
+
+from batsched_ml.runner import build_scheduler, simulate
+
+
+def burst_workload(nb_jobs: int, cores: int, seed: int) -> dict:
+    """A Batsim workload of ``nb_jobs`` delay jobs all submitted at t=0."""
+    rng = random.Random(seed)
+    jobs, profiles = [], {}
+    for i in range(nb_jobs):
+        runtime = round(10 * 3600 ** rng.random(), 1)  # 10 s .. 10 h, log-uniform
+        walltime = round(runtime * rng.uniform(1.0, 5.0), 1)
+        name = f"d{runtime}"
+        profiles[name] = {"type": "delay", "delay": runtime}
+        jobs.append({"id": i, "subtime": 0.0, "res": rng.randint(1, cores),
+                     "walltime": walltime, "profile": name})
+    return {"nb_res": cores, "jobs": jobs, "profiles": profiles}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--scheduler", default="easy")
+    parser.add_argument("--policy", default="fcfs")
+    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
+    parser.add_argument("--cores", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
+    args = parser.parse_args(argv)
+    workload = burst_workload(args.jobs, args.cores, args.seed)
+    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations)
+    profiler = cProfile.Profile() if args.profile else None
+    t0 = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    result, _ = simulate(args.cores, workload, sched, prefix=f"/tmp/bench-burst-{args.scheduler}")
+    if profiler:
+        profiler.disable()
+    wall = time.perf_counter() - t0
+    print(f"burst jobs={args.jobs} cores={args.cores} scheduler={args.scheduler} policy={args.policy} "
+          f"reservations={args.reservations}: wall {wall:.2f} s, {args.jobs / wall:,.0f} jobs/s, "
+          f"decision core {result.scheduling_time:.2f} s")
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
