@@ -108,10 +108,10 @@ class JobQueue:
                     yield res, estimate
                     break
 
-    def iter_ordered(self, now: float, max_res: int | None = None):
-        """Like ``ordered``, but lazily, and only the jobs requesting at most ``max_res``
-        cores (with a static order and no starvation threshold; otherwise all jobs): a
-        pass that stops early, or only needs the narrow jobs, reads no more of the queue.
+    def iter_ordered(self, now: float, sizes=None):
+        """Like ``ordered``, but lazily, and only the jobs requesting one of ``sizes`` cores
+        (with a static order and no starvation threshold; otherwise all jobs): a pass
+        that stops early, or only needs some sizes, reads no more of the queue.
         Jobs may be started (leave the queue) while it is read."""
         if self._sorted is None:
             yield from self.ordered(now)
@@ -123,10 +123,11 @@ class JobQueue:
                 marked = set(starving)
                 yield from (job for _, job in _read_lazily(self._sorted) if job not in marked)
                 return
-        if max_res is None:
+        if sizes is None:
             lists = [self._sorted]
         else:
-            lists = [entries for res, entries in self._ordered_by_size.items() if res <= max_res and entries]
+            by_size = self._ordered_by_size
+            lists = [by_size[res] for res in sizes if by_size.get(res)]
         if len(lists) == 1:
             yield from (job for _, job in _read_lazily(lists[0]))
         else:

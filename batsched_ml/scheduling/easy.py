@@ -82,7 +82,7 @@ class EasyBackfilling(ProfileScheduler):
         if not full_pass:
             self._backfill(ctx, [j for j in self._released if j in self.queue and j is not self.priority])
         else:
-            self._backfill(ctx, self.queue.iter_ordered(now, max_res=profile.available_now()))
+            self._backfill(ctx, self.queue.iter_ordered(now, sizes=self._sizes_that_may_fit()))
             self._ensure_priority(ctx)
         self.end_pass(ctx)
 
@@ -116,6 +116,16 @@ class EasyBackfilling(ProfileScheduler):
             self.start(ctx, job, placement)
             available -= res
             smallest = self.queue.smallest_request()
+
+    def _sizes_that_may_fit(self) -> list:
+        """The requested sizes whose shortest queued job (the priority job aside) may start
+        now: its cores are counted free from now until it would end. Others cannot
+        backfill, so the pass does not read them (in a burst, most of the queue)."""
+        horizon = self.profile.horizons()
+        origin, delay = self.profile.origin, self.rjms_delay
+        return [res for res, estimate in self.queue.shortest_by_size(self.profile.available_now(),
+                                                                     exclude=self.priority)
+                if origin + (estimate + delay) <= horizon(res)]
 
     def _none_can_fit(self, available: int, failed: list, priority) -> bool:
         """Every queued job (but the priority job) is at least as wide and as long as one that

@@ -143,6 +143,25 @@ class _Profile:
     def available_now(self) -> int:
         raise NotImplementedError
 
+    def _count(self, free) -> int:
+        raise NotImplementedError
+
+    def horizons(self):
+        """A function ``n -> t``: until when at least ``n`` cores are counted free from now
+        on (``origin`` if not now; inf if ever after). No job of ``n`` cores whose planned
+        end is later fits now (``_find`` checks the slices that begin before the end)."""
+        count, times = self._count, self.times
+        least, bounds = count(self.free[0]), []  # bounds[k]: -(fewest free up to slice k)
+        for free in self.free:
+            least = min(least, count(free))
+            bounds.append(-least)
+        def horizon(n: int) -> float:
+            k = bisect_right(bounds, -n)  # first slice with fewer than n free so far
+            if k == 0:
+                return self.origin
+            return times[k] if k < len(times) else INF
+        return horizon
+
 
 class CoreProfile(_Profile):
     """Specific cores (bitmasks): batsched's availability profile."""
@@ -152,6 +171,9 @@ class CoreProfile(_Profile):
 
     def available_now(self) -> int:
         return self.free[0].bit_count()
+
+    def _count(self, free) -> int:
+        return free.bit_count()
 
     def _take(self, i, j, used):
         free = self.free
@@ -191,6 +213,9 @@ class CountProfile(_Profile):
 
     def available_now(self) -> int:
         return self.free[0]
+
+    def _count(self, free) -> int:
+        return free
 
     def _take(self, i, j, used):
         free = self.free
