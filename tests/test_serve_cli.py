@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,18 +17,12 @@ from batsched_ml.cli import main as cli_main
 from batsched_ml.protocol import events as ev
 from batsched_ml.protocol.codec import encode
 from batsched_ml.server.transport import ERROR_PREFIX
-from test_server import FakeBatsim, KillRequeue  # tests/ is on sys.path (pytest's rootdir conftest)
+from test_server import FakeBatsim, KillRequeue, tcp_endpoint  # tests/ is on sys.path (pytest's rootdir conftest)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 TINY = (DATA / "platform-16.xml", DATA / "tiny.json.gz")
 TIMEOUT = 20.0
-
-
-def tcp_endpoint() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
 
 
 def start_serve(endpoint, *extra, env=None) -> subprocess.Popen:
