@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
-
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
 
 
 def cmd_run(args) -> int:
@@ -25,12 +20,14 @@ def cmd_run(args) -> int:
 
     if args.trace or args.config:
         campaign = campaign.subset(traces=args.trace, configs=args.config)
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # batch systems stop jobs with SIGTERM
+    from ..cli import _interruptible
+
+    restore = _interruptible()  # batch systems stop jobs with SIGTERM: a KeyboardInterrupt, like Ctrl-C
     try:
         outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
                                progress=not args.quiet, log=log)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        restore()
     log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed: "
         f"{results_dir / 'results.csv'}")
     if outcome.interrupted:
