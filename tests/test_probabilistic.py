@@ -273,6 +273,31 @@ def test_distributions_change_decisions_and_are_deterministic(tmp_path):
     assert a != easy  # the user distributions backfill differently on this workload
 
 
+def test_backfills_jobs_that_easy_could_not(tmp_path):
+    """A job whose walltime reaches past the head's reservation is still a candidate: EASY's
+    horizon test must not filter the queue before the probabilistic condition reads it."""
+    import csv
+
+    jobs = [(1, 0, 1, 1000, 5, 1),  # (id, subtime, res, walltime, runtime, user): user 1 runs short jobs
+            (2, 10, 3, 1000, 1000, 2),  # holds 3 of the 4 cores until 1010
+            (3, 11, 4, 100, 50, 2),  # the head: waits for job 2
+            (4, 12, 1, 2000, 5, 1)]  # EASY: would delay the head (walltime); user 1's history: 5 s
+    workload = {"nb_res": 4, "jobs": [], "profiles": {}}
+    for jid, sub, res, wall, run, user in jobs:
+        workload["jobs"].append({"id": jid, "subtime": sub, "res": res, "walltime": wall,
+                                 "profile": f"d{run}", "user": user})
+        workload["profiles"][f"d{run}"] = {"type": "delay", "delay": run}
+    starts = {}
+    for name, kwargs in {"easy": dict(scheduler="easy"),
+                         "prob": dict(scheduler="probabilistic", distribution="user")}.items():
+        result, _ = simulate(4, workload, build_scheduler(**kwargs), prefix=tmp_path / name)
+        with open(result.jobs_csv) as f:
+            starts[name] = {row["job_id"]: float(row["starting_time"]) for row in csv.DictReader(f)}
+    assert starts["easy"]["4"] > 1000  # after the head
+    assert starts["prob"]["4"] == pytest.approx(12.0, abs=0.1)  # backfilled at once
+    assert starts["prob"]["3"] == pytest.approx(starts["easy"]["3"])  # without delaying the head
+
+
 def test_tau_zero_backfills_only_riskless_jobs(tmp_path):
     _, sched = _run(tmp_path, "t0", scheduler="probabilistic", distribution="user", tau=0.0)
     rep = sched.report()["probabilistic"]

@@ -121,10 +121,16 @@ class ProbabilisticBackfilling(EasyBackfilling):
         """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
         return job.walltime + self.rjms_delay
 
-    def _backfill(self, ctx: Context, candidates: list) -> None:
+    def _sizes_that_may_fit(self) -> list:
+        """Every requested size that fits in the free cores. EASY's narrower test (a job must end
+        before the head's reservation) is not our condition: a job that may overlap the
+        reservation is backfilled when the risk is low."""
+        return [res for res, _ in self.queue.shortest_by_size(self.profile.available_now(), exclude=self.priority)]
+
+    def _backfill(self, ctx: Context, candidates) -> None:
         profile, head, now = self.profile, self.priority, ctx.now
         available = profile.available_now()
-        todo = [j for j in self.backfill_candidates(candidates, now) if j.res <= available]
+        todo = [j for j in self.backfill_candidates(candidates, now) if j.res <= available and j is not head]
         if not todo or head is None:
             return
         # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
