@@ -71,6 +71,7 @@ class HMMDistribution(RuntimeDistribution):
         self._frozen = None  # (slice, posterior) filtered up to that slice, inclusive
         self._alphas = {}  # slice after the frozen one -> filtered posterior
         self._dirty = None  # earliest slice whose observations changed since it was filtered
+        self._emissions = {}  # slice -> likelihood of its histogram under each state (up to a factor)
         return self
 
     # ------------------------------------------------------------ learning
@@ -81,6 +82,7 @@ class HMMDistribution(RuntimeDistribution):
         if row is None:
             row = self.counts_[s] = np.zeros(self.n_bins)
         row[b] += 1
+        self._emissions.pop(s, None)
         self.pooled_[b] += 1
         if self._dirty is None or s < self._dirty:
             self._dirty = s
@@ -137,15 +139,19 @@ class HMMDistribution(RuntimeDistribution):
         self._frozen = None
         self._alphas = {}
         self._dirty = None
+        self._emissions = {}
 
     # ----------------------------------------------------------- filtering
     def _step(self, prior: np.ndarray, s: int) -> np.ndarray:
         pred = prior @ self.trans_
-        row = self.counts_.get(s)
-        if row is None:
-            return pred
-        loglik = self.log_centers_ @ row
-        post = pred * np.exp(loglik - loglik.max())
+        like = self._emissions.get(s)
+        if like is None:
+            row = self.counts_.get(s)
+            if row is None:
+                return pred
+            loglik = self.log_centers_ @ row
+            like = self._emissions[s] = np.exp(loglik - loglik.max())
+        post = pred * like
         return post / post.sum()
 
     def posterior(self, now: float) -> np.ndarray | None:

@@ -111,21 +111,29 @@ class ProbabilisticBackfilling(EasyBackfilling):
 
     # -------------------------------------------------------------- schedule
     def schedule(self, ctx: Context) -> None:
+        """EASY's pass (``EasyBackfilling.schedule``), except that a full pass offers every queued
+        job that fits in the free cores: EASY's narrower reading of the queue (only jobs that
+        end before the head's reservation, ``_sizes_that_may_fit``) is not our condition, a job
+        that may overlap the reservation is backfilled when the risk is low. With
+        ``rescan=always`` every pass is a full pass (re-conditioning changes risks as time passes)."""
         if self._checks[0] and self._ended:
             self._resolve_checks()
-        if self.rescan == "always":
-            self._dirty = True  # re-conditioning changes risks as time passes: traverse the queue
-        super().schedule(ctx)
+        now, profile = ctx.now, self.profile
+        self.refresh_profile(now)
+        full_pass = self.rescan == "always" or bool(self._ended) or self._dirty
+        if full_pass and self.priority is not None:
+            profile.remove_if_present(self.priority)
+        self._ensure_priority(ctx)
+        if not full_pass:
+            self._backfill(ctx, [j for j in self._released if j in self.queue and j is not self.priority])
+        elif self.queue and profile.available_now() >= self.queue.smallest_request():
+            self._backfill(ctx, self.queue.ordered(now))
+            self._ensure_priority(ctx)
+        self.end_pass(ctx)
 
     def _upper(self, job) -> float:
         """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
         return job.walltime + self.rjms_delay
-
-    def _sizes_that_may_fit(self) -> list:
-        """Every requested size that fits in the free cores. EASY's narrower test (a job must end
-        before the head's reservation) is not our condition: a job that may overlap the
-        reservation is backfilled when the risk is low."""
-        return [res for res, _ in self.queue.shortest_by_size(self.profile.available_now(), exclude=self.priority)]
 
     def _backfill(self, ctx: Context, candidates) -> None:
         profile, head, now = self.profile, self.priority, ctx.now
@@ -188,15 +196,23 @@ class ProbabilisticBackfilling(EasyBackfilling):
             job.info["runtime_bins"] = cached
         return cached
 
+    def _padded(self, job):
+        """The job's bin masses and relative ends padded with zeros to the number of bins, so that a
+        batch of candidates is one ``np.stack`` (a point mass has one bin). Cached."""
+        padded = job.info.get("runtime_padded")
+        if padded is None:
+            masses, ends = self._bins_of(job)[:2]
+            padded = np.zeros((2, max(self.distribution.n_bins, 1)))
+            padded[0, :len(masses)] = masses
+            padded[1, :len(masses)] = ends
+            job.info["runtime_padded"] = padded = (padded, len(masses))
+        return padded
+
     def _batch_risks(self, outlook: ReleaseOutlook, jobs: list, now: float) -> list:
-        bins = [self._bins_of(j) for j in jobs]
-        width = max(len(b[0]) for b in bins)
-        q = np.zeros((len(jobs), width))
-        ends = np.full((len(jobs), width), now)
-        for k, (masses, rel_ends, _, _) in enumerate(bins):
-            q[k, :len(masses)] = masses
-            ends[k, :len(masses)] = now + rel_ends
-        return outlook.risks([j.res for j in jobs], q, ends).tolist()
+        rows = [self._padded(j) for j in jobs]
+        width = max(n for _, n in rows)
+        stacked = np.stack([r for r, _ in rows])[:, :, :width]
+        return outlook.risks([j.res for j in jobs], stacked[:, 0], now + stacked[:, 1]).tolist()
 
     def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
         """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""

@@ -65,7 +65,9 @@ class ReleaseOutlook:
         self.hi = np.array([(self.missing + s - 1) // unit for s in self.sizes], dtype=np.int64)  # ... < c_q + r
         self.width = max(int(self.hi.max()) if self.sizes else 0, self.lo) + 1
         self.done = 0  # event times computed so far
-        self.runmax = np.zeros((len(self.times), len(self.sizes)))  # max over t_h <= t_g of D_h(r)
+        # max over t_h <= t_g of D_h(r), after a row of zeros (nothing before the first time)
+        self._runmax0 = np.zeros((len(self.times) + 1, len(self.sizes)))
+        self.runmax = self._runmax0[1:]
         # Two ways to the same numbers: per running job over every event time at once (few jobs),
         # or per event over the full distribution of released cores (many jobs on a big machine)
         total = int(self.units.sum()) if n else 0
@@ -77,22 +79,28 @@ class ReleaseOutlook:
         if self.by_events:
             self._compute_by_events(a, b)
             return
-        width, prob = self.width, self.prob
+        width = self.width
         pmf = np.zeros((b - a, width))
         pmf[:, 0] = 1.0
+        prob = self.prob[:, a:b]
+        ended = (prob[:, -1] > 0.0).tolist()  # ended by one of these times at all
+        sure = (prob[:, 0] == 1.0).tolist()  # ended by the first of them
+        p_col = prob[:, :, None]  # per job: a (times, 1) column broadcast over counts
+        q_col = (1.0 - prob)[:, :, None]
+        moved = np.empty_like(pmf)
         for i, u in enumerate(self.units.tolist()):
-            p = prob[i, a:b]
-            if p[-1] == 0.0:
-                continue  # not ended by any of these times
+            if not ended[i]:
+                continue
             if u >= width:
-                pmf *= (1.0 - p)[:, None]  # its release overshoots every count we need
-            elif p[0] == 1.0:
+                pmf *= q_col[i]  # its release overshoots every count we need
+            elif sure[i]:
                 pmf[:, u:] = pmf[:, :width - u].copy()  # surely ended: a pure shift
                 pmf[:, :u] = 0.0
             else:
-                moved = pmf[:, :width - u] * p[:, None]
-                pmf *= (1.0 - p)[:, None]
-                pmf[:, u:] += moved
+                m = moved[:, :width - u]
+                np.multiply(pmf[:, :width - u], p_col[i], out=m)
+                pmf *= q_col[i]
+                pmf[:, u:] += m
         self._record(pmf, a, b)
 
     def _compute_by_events(self, a: int, b: int) -> None:
@@ -166,8 +174,7 @@ class ReleaseOutlook:
         idx = np.searchsorted(self.times, ends, side="left")
         self._ensure(int(idx.max(initial=0)))
         cols = np.array([self.column[int(s)] for s in sizes], dtype=np.int64)
-        runmax = np.vstack((np.zeros((1, len(self.sizes))), self.runmax))  # row 0: nothing before
-        return (q * runmax[idx, cols[:, None]]).sum(axis=1)
+        return (q * self._runmax0[idx, cols[:, None]]).sum(axis=1)
 
     def risk(self, size: int, q, ends, tau: float) -> tuple[bool, float]:
         """``(accepted, risk)`` of a candidate of ``size`` cores ending in bin j (probability
@@ -212,9 +219,14 @@ class RunningTerminations:
         self._info: dict = {}  # registration number -> (cores, start, start + walltime, total mass)
         self._next = 0
         empty = np.zeros(0)
-        # every event, sorted by (time, registration): end, owner, mass, relative end, lower edge, cumulative mass
-        self._ev = (empty, np.zeros(0, dtype=np.int64), empty, empty, empty, empty)
+        # every event, sorted by (time, registration): end, owner, mass, lower edge (relative to
+        # the start), log of the relative end, log width of its bin (Algorithm 1's cut), cumulative mass
+        self._ev = (empty, np.zeros(0, dtype=np.int64), empty, empty, empty, empty, empty)
+        # registrations and discards since the last merge: merged once, when a pass needs the events
+        self._pending: list = []
+        self._gone: set = set()
         self._built = None
+        self._view = None  # (now, position of the first event after now, each job's first event there)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -228,11 +240,10 @@ class RunningTerminations:
         cum = np.cumsum(masses)
         self._ids[job] = oid
         self._info[oid] = (job.res, start, start + upper, float(cum[-1]))
-        new = (start + ends, np.full(len(ends), oid, dtype=np.int64), masses, ends,
-               np.asarray(lows, dtype=np.float64), cum)
-        merged = [np.concatenate((old, values)) for old, values in zip(self._ev, new)]
-        order = np.argsort(merged[0], kind="stable")  # equal times: the job started later goes after
-        self._ev = tuple(column[order] for column in merged)
+        lows = np.asarray(lows, dtype=np.float64)
+        log_end = np.log(ends)
+        self._pending.append((start + ends, np.full(len(ends), oid, dtype=np.int64), masses, lows, log_end,
+                              log_end - np.log(lows), cum))
         self._built = None
 
     def discard(self, job) -> None:
@@ -240,34 +251,64 @@ class RunningTerminations:
         if oid is None:
             return
         del self._info[oid]
-        keep = self._ev[1] != oid
-        self._ev = tuple(column[keep] for column in self._ev)
+        self._gone.add(oid)
         self._built = None
+
+    def _merge(self) -> None:
+        """Apply the pending registrations and discards: a stable sort by time of the old events
+        followed by the new ones in registration order (equal times: the job started later goes
+        after), the same order as inserting them one by one."""
+        columns = self._ev
+        if self._pending:
+            columns = [np.concatenate(parts) for parts in zip(columns, *self._pending)]
+            order = np.argsort(columns[0], kind="stable")
+            columns = [column[order] for column in columns]
+            self._pending = []
+        if self._gone:
+            keep = np.isin(columns[1], np.fromiter(self._gone, dtype=np.int64, count=len(self._gone)),
+                           invert=True)
+            columns = [column[keep] for column in columns]
+            self._gone = set()
+        self._ev = tuple(columns)
 
     def _build(self):
         """Per-job arrays (job slot = rank of its registration) and the events' owner slots."""
+        if self._pending or self._gone:
+            self._merge()
         ids = np.fromiter(self._info, dtype=np.int64, count=len(self._info))
         info = np.array(list(self._info.values()), dtype=np.float64).reshape(len(ids), 4)
         cores = info[:, 0].astype(np.int64)
-        end, oid, mass, rel_end, rel_lo, cum = self._ev
-        self._built = (cores, info[:, 1], info[:, 2], info[:, 3], end, np.searchsorted(ids, oid), mass, rel_end,
-                       rel_lo, cum)
+        end, oid, mass, rel_lo, log_end, log_width, cum = self._ev
+        self._built = (cores, info[:, 1], info[:, 2], info[:, 3], end, np.searchsorted(ids, oid), mass, rel_lo,
+                       log_end, log_width, cum)
+        self._view = None
         return self._built
+
+    def _at(self, now: float):
+        """``(k, first)``: the events after ``now`` start at ``k``; ``first[i]`` is job i's first
+        of them (relative to k), -1 if it has none left. Shared by a pass's screen and outlook."""
+        built = self._built or self._build()
+        view = self._view
+        if view is not None and view[0] == now:
+            return built, view[1], view[2]
+        owner = built[5]
+        k = int(np.searchsorted(built[4], now, side="right"))
+        rest = owner[k:]
+        first = np.full(len(built[0]), -1, dtype=np.int64)
+        first[rest[::-1]] = np.arange(len(rest) - 1, -1, -1)  # events are in time order
+        self._view = (now, k, first)
+        return built, k, first
 
     def earliest_release(self, now: float, missing: int) -> float:
         """The earliest time at which the running jobs can have released ``missing`` cores
         (each job's first possible end after now); infinity if they cannot. A candidate that
         surely ends by then cannot delay the head: no outlook is needed for it."""
-        built = self._built or self._build()
-        cores, limits, end, owner = built[0], built[2], built[4], built[5]
+        built, k, pos = self._at(now)
+        cores, limits, end = built[0], built[2], built[4]
         n = len(cores)
         if n == 0:
             return math.inf
-        k = int(np.searchsorted(end, now, side="right"))
         first = np.where(limits > now, limits, now + self.grace)  # no bin left: at the walltime
-        rest_owner = owner[k:]
-        pos = np.full(n, -1, dtype=np.int64)
-        pos[rest_owner[::-1]] = np.arange(len(rest_owner) - 1, -1, -1)  # events are in time order
         alive = pos >= 0
         first[alive] = end[k:][pos[alive]]  # else its first remaining bin end
         order = np.argsort(first, kind="stable")
@@ -276,21 +317,19 @@ class RunningTerminations:
 
     def snapshot(self, now: float):
         """``(times, owners, cum, cores)`` of the events after ``now``, for :class:`ReleaseOutlook`."""
-        built = self._built or self._build()
-        cores, starts, limits, totals, end, owner, mass, rel_end, rel_lo, cum = built
+        built, k, first = self._at(now)
+        cores, starts, limits, totals, end, owner, mass, rel_lo, log_end, log_width, cum = built
         n = len(cores)
-        k = int(np.searchsorted(end, now, side="right"))
-        end, owner, mass, rel_end, rel_lo, cum = end[k:], owner[k:], mass[k:], rel_end[k:], rel_lo[k:], cum[k:]
-        # first remaining event of each job: the bin holding its elapsed time
-        first = np.full(n, -1, dtype=np.int64)
-        first[owner[::-1]] = np.arange(len(owner) - 1, -1, -1)
+        end, owner, cum = end[k:], owner[k:], cum[k:]
+        # first remaining event of each job: the bin holding its elapsed time, cut log-uniformly
         alive = first >= 0
         f = first[alive]
+        fk = f + k
         elapsed = now - starts[alive]
-        lo, hi = rel_lo[f], rel_end[f]
-        cut = lo < elapsed
-        keep = mass[f].copy()
-        keep[cut] *= (np.log(hi[cut]) - np.log(elapsed[cut])) / (np.log(hi[cut]) - np.log(lo[cut]))
+        cut = rel_lo[fk] < elapsed
+        keep = mass[fk]
+        cut_at = fk[cut]
+        keep[cut] *= (log_end[cut_at] - np.log(elapsed[cut])) / log_width[cut_at]
         base = np.zeros(n)
         base[alive] = cum[f] - keep
         total = np.ones(n)
