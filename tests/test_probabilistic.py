@@ -323,7 +323,14 @@ def test_cli_json_reports_the_probabilistic_decisions(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     rep = out["scheduler"]["probabilistic"]
     assert rep["tau"] == 0.1 and rep["distribution"] == "user" and rep["distribution_params"]["window"] == 3
-    assert "geomean_wait_10s" in out["metrics"]
+    assert "geomean_wait_10s" in out["metrics"] and out["metrics"]["geomean_wait_10s"] >= 10.0
+    # point 6 of the issue: decisions taken / refused by the condition, the predicted risk of the
+    # backfilled jobs beside how often the head really was delayed, the predictor's calibration
+    assert rep["backfilled"] + rep["refused"] == rep["evaluations"] > 0
+    assert 0.0 <= rep["mean_predicted_delay"] < 0.1  # every backfilled job was under tau
+    assert 0 < rep["head_delay_checked"] <= rep["backfilled"]
+    assert rep["head_delayed_share"] == rep["head_delayed"] / rep["head_delay_checked"]
+    assert rep["calibration_jobs"] > 0 and rep["mean_loglik"] <= 0.0 and 0.0 <= rep["impossible_share"] <= 1.0
 
 
 def test_paper_geometric_mean_floors_waits_at_ten_seconds():
