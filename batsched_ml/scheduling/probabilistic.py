@@ -120,11 +120,13 @@ class ProbabilisticBackfilling(EasyBackfilling):
             self._resolve_checks()
         now, profile = ctx.now, self.profile
         self.refresh_profile(now)
-        full_pass = self.rescan == "always" or bool(self._ended) or self._dirty
-        if full_pass and self.priority is not None:
+        # the head's reservation is re-planned when EASY would (a job ended, or the plan changed):
+        # otherwise it is still the first fit (the previous pass ended by placing it so)
+        replan = bool(self._ended) or self._dirty
+        if replan and self.priority is not None:
             profile.remove_if_present(self.priority)
         self._ensure_priority(ctx)
-        if not full_pass:
+        if not (replan or self.rescan == "always"):
             self._backfill(ctx, [j for j in self._released if j in self.queue and j is not self.priority])
         elif self.queue and profile.available_now() >= self.queue.smallest_request():
             self._backfill(ctx, self.queue.ordered(now))
@@ -141,8 +143,6 @@ class ProbabilisticBackfilling(EasyBackfilling):
         todo = [j for j in self.backfill_candidates(candidates, now) if j.res <= available and j is not head]
         if not todo or head is None:
             return
-        # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
-        profile.remove_if_present(head)
         outlook = safe_until = batch = None
         for i, job in enumerate(todo):
             if job.res > available:
@@ -166,6 +166,8 @@ class ProbabilisticBackfilling(EasyBackfilling):
             if not accepted:
                 self.stats["refused"] += 1
                 continue
+            # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
+            profile.remove_if_present(head)
             used = profile.fits_now(job, self.span(job))
             placement = profile.place(job, now, now + self.span(job), used)
             self.start(ctx, job, placement)
