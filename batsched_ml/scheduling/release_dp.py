@@ -79,29 +79,29 @@ class ReleaseOutlook:
         if self.by_events:
             self._compute_by_events(a, b)
             return
+        # counts x times (a job's release shifts whole rows; its probabilities broadcast along them)
         width = self.width
-        pmf = np.zeros((b - a, width))
-        pmf[:, 0] = 1.0
+        pmf = np.zeros((width, b - a))
+        pmf[0] = 1.0
         prob = self.prob[:, a:b]
+        comp = 1.0 - prob
         ended = (prob[:, -1] > 0.0).tolist()  # ended by one of these times at all
         sure = (prob[:, 0] == 1.0).tolist()  # ended by the first of them
-        p_col = prob[:, :, None]  # per job: a (times, 1) column broadcast over counts
-        q_col = (1.0 - prob)[:, :, None]
         moved = np.empty_like(pmf)
         for i, u in enumerate(self.units.tolist()):
             if not ended[i]:
                 continue
             if u >= width:
-                pmf *= q_col[i]  # its release overshoots every count we need
+                pmf *= comp[i]  # its release overshoots every count we need
             elif sure[i]:
-                pmf[:, u:] = pmf[:, :width - u].copy()  # surely ended: a pure shift
-                pmf[:, :u] = 0.0
+                pmf[u:] = pmf[:width - u].copy()  # surely ended: a pure shift
+                pmf[:u] = 0.0
             else:
-                m = moved[:, :width - u]
-                np.multiply(pmf[:, :width - u], p_col[i], out=m)
-                pmf *= q_col[i]
-                pmf[:, u:] += m
-        self._record(pmf, a, b)
+                m = moved[:width - u]
+                np.multiply(pmf[:width - u], prob[i], out=m)
+                pmf *= comp[i]
+                pmf[u:] += m
+        self._record(pmf.T, a, b)
 
     def _compute_by_events(self, a: int, b: int) -> None:
         """The event-by-event form of the paper (O(events x cores)): the distribution of released
@@ -265,8 +265,9 @@ class RunningTerminations:
             columns = [column[order] for column in columns]
             self._pending = []
         if self._gone:
-            keep = np.isin(columns[1], np.fromiter(self._gone, dtype=np.int64, count=len(self._gone)),
-                           invert=True)
+            dead = np.zeros(self._next, dtype=bool)
+            dead[np.fromiter(self._gone, dtype=np.int64, count=len(self._gone))] = True
+            keep = ~dead[columns[1]]
             columns = [column[keep] for column in columns]
             self._gone = set()
         self._ev = tuple(columns)
