@@ -31,12 +31,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from benchdata import SHARED, add_data_arguments  # noqa: E402
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
-TRACE_DIR = Path("/work/shared/traces")
+TRACE_DIR = SHARED / "traces"
 TRACES = {
     "KTH": "KTH-SP2-1996-2.1-cln.swf.gz",
     "CTC": "CTC-SP2-1996-3.1-cln.swf.gz",
@@ -65,8 +68,8 @@ PAPER_JOBS = {"CTC": 77222, "KTH": 28489, "SDSC-SP2": 59725, "SDSC-BLUE": 243314
 RAW = ROOT / "benchmarks" / "results" / "raw" / "probabilistic.jsonl"
 
 
-def run_one(trace: str, config: str, max_jobs: int | None, out: str | None) -> dict:
-    workload, _ = swf_to_workload(read_swf(TRACE_DIR / TRACES[trace]), max_jobs=max_jobs,
+def run_one(trace: str, config: str, max_jobs: int | None, out: str | None, traces_dir=None) -> dict:
+    workload, _ = swf_to_workload(read_swf(Path(traces_dir or TRACE_DIR) / TRACES[trace]), max_jobs=max_jobs,
                                   nodes=NODES.get(trace))
     options = dict(CONFIGS[config])
     swf = workload.get("swf") or {}
@@ -130,6 +133,7 @@ def table(raw: Path) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("traces", nargs="*", default=list(TRACES))
+    add_data_arguments(p)
     p.add_argument("--config", action="append", choices=list(CONFIGS), default=None)
     p.add_argument("--max-jobs", type=int, default=None)
     p.add_argument("--jobs", type=int, default=1, help="parallel processes")
@@ -141,7 +145,7 @@ def main(argv=None) -> int:
         print(table(args.raw))
         return 0
     configs = args.config or ["EASY", "prob-hmm", "prob-user", "prob-forest"]
-    tasks = [(t, c, args.max_jobs, args.out) for t in args.traces for c in configs]
+    tasks = [(t, c, args.max_jobs, args.out, args.traces_dir) for t in args.traces for c in configs]
     args.raw.parent.mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(args.jobs) as pool:
         for res in pool.map(run_one, *zip(*tasks)):
