@@ -148,13 +148,11 @@ class _Profile:
 
     def horizons(self):
         """A function ``n -> t``: until when at least ``n`` cores are counted free from now
-        on (``origin`` if not now; inf if ever after). No job of ``n`` cores whose planned
-        end is later fits now (``_find`` checks the slices that begin before the end)."""
-        count, times = self._count, self.times
-        least, bounds = count(self.free[0]), []  # bounds[k]: -(fewest free up to slice k)
-        for free in self.free:
-            least = min(least, count(free))
-            bounds.append(-least)
+        on (``origin`` if not now; inf if ever after). A job of ``n`` cores, ``n`` at most
+        ``available_now()``, fits now exactly when its planned end is not later (``_find``
+        checks the slices that begin before the end)."""
+        times = self.times
+        bounds = [-n for n in self._free_throughout()]  # -(cores free from now to slice k)
         def horizon(n: int) -> float:
             k = bisect_right(bounds, -n)  # first slice with fewer than n free so far
             if k == 0:
@@ -165,6 +163,14 @@ class _Profile:
 
 class CoreProfile(_Profile):
     """Specific cores (bitmasks): batsched's availability profile."""
+
+    def _free_throughout(self) -> list:
+        """For each slice k, how many cores are free in every slice from now to k."""
+        common, out = self.free[0], []
+        for free in self.free:
+            common &= free
+            out.append(common.bit_count())
+        return out
 
     def _full(self):
         return (1 << self.nb_cores) - 1
@@ -207,6 +213,15 @@ class CoreProfile(_Profile):
 
 class CountProfile(_Profile):
     """Core counts only: the classic model of the EASY papers."""
+
+    def _free_throughout(self) -> list:
+        """For each slice k, how many cores are free in every slice from now to k."""
+        least, out = self.free[0], []
+        for free in self.free:
+            if free < least:
+                least = free
+            out.append(least)
+        return out
 
     def _full(self):
         return self.nb_cores
