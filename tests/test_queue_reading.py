@@ -108,7 +108,7 @@ def test_min_index_finds_what_a_scan_finds():
                 after = rng.choice([None, rng.choice(keys) if keys else None, (rng.randint(0, 5 * n), -1)])
                 expected = next(((k, ref[k], ("job", k)) for k in keys
                                  if (after is None or k > after) and ref[k] <= limit), None)
-                assert index.first(lambda v: v <= limit, after) == expected
+                assert index.first(limit, after) == expected
                 assert [k for k, _, _ in index] == keys
                 assert index.min_value() == min(ref.values(), default=float("inf"))
         assert len(index) == len(ref)
@@ -146,7 +146,7 @@ def test_fit_search_finds_the_first_fitting_job_of_the_pass_order():
         while True:
             expected = _first_fitting_by_reading(queue, order, now, max_res, limits, exclude, rejected)
             def test_for(res):
-                return lambda e, lim=limits[res]: e <= lim
+                return limits[res]
             got = search.next(max_res, test_for, exclude)
             while got in rejected:  # rejected in another stream (starving jobs): rejected again
                 search.reject(got)

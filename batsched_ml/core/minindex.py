@@ -5,8 +5,8 @@ order whose planned span still fits before the profile's horizon". Reading the
 queue until one fits costs the length of the queue at every pass (quadratic
 in a burst). ``MinIndex`` keeps the items in key order in blocks of a few dozen,
 with the minimum value of each block in a segment tree over the blocks, so the
-first item passing a *monotone* test (``ok(v)`` true implies ``ok(w)`` for every
-``w <= v``) is found in O(log n + block) and kept up to date in the same time.
+first item whose value is at most a limit is found in O(log n + block), and the
+index is kept up to date in the same time.
 """
 
 from __future__ import annotations
@@ -86,33 +86,32 @@ class MinIndex:
         if value == self._tree[self._cap + b]:
             self._set_leaf(b, min(self._vals[b]))
 
-    def first(self, ok, after=None):
-        """The first ``(key, value, item)`` with key > ``after`` (or any key when None) whose
-        value passes ``ok``, a monotone test; None if there is none."""
+    def first(self, limit, after=None):
+        """The first ``(key, value, item)`` with key > ``after`` (or any key when None) and
+        value <= ``limit``; None if there is none."""
         maxes = self._maxes
+        if not maxes:
+            return None
+        tree, cap = self._tree, self._cap
         if after is None:
-            b, i = 0, 0
+            b = 0
         else:
             b = bisect_right(maxes, after)
             if b == len(maxes):
                 return None
             i = bisect_right(self._keys[b], after)
-        if not maxes:
-            return None
-        tree, cap = self._tree, self._cap
-        if i and ok(tree[cap + b]):
-            vals = self._vals[b]
-            for k in range(i, len(vals)):
-                if ok(vals[k]):
-                    return self._keys[b][k], vals[k], self._items[b][k]
-            b += 1
-        elif i:
-            b += 1
+            if i:  # start inside block b
+                if tree[cap + b] <= limit:
+                    vals = self._vals[b]
+                    for k in range(i, len(vals)):
+                        if vals[k] <= limit:
+                            return self._keys[b][k], vals[k], self._items[b][k]
+                b += 1
+                if b == len(maxes):
+                    return None
         # the leftmost block >= b whose minimum passes: climb right until a subtree passes...
         n = b + cap
-        if b >= len(maxes):
-            return None
-        while not ok(tree[n]):
+        while tree[n] > limit:
             while n & 1:
                 if n == 1:
                     return None
@@ -121,14 +120,14 @@ class MinIndex:
         # ...then descend to its leftmost passing leaf
         while n < cap:
             n <<= 1
-            if not ok(tree[n]):
+            if tree[n] > limit:
                 n += 1
         b = n - cap
         if b >= len(maxes):
-            return None  # only the padding passes (a test that accepts inf)
+            return None  # only the padding passes (limit inf)
         vals = self._vals[b]
         for k in range(len(vals)):
-            if ok(vals[k]):
+            if vals[k] <= limit:
                 return self._keys[b][k], vals[k], self._items[b][k]
         raise AssertionError("block minimum out of date")  # pragma: no cover
 
@@ -161,8 +160,10 @@ class MinIndex:
         while cap < nb:
             cap *= 2
         tree = [INF] * (2 * cap)
-        tree[cap:cap + nb] = [min(vals) for vals in self._vals]
-        for n in range(cap - 1, 0, -1):
-            left, right = tree[2 * n], tree[2 * n + 1]
-            tree[n] = left if left <= right else right
+        tree[cap:cap + nb] = map(min, self._vals)
+        lo = cap
+        while lo > 1:  # one level at a time, at C speed
+            half = lo // 2
+            tree[half:lo] = map(min, tree[lo:2 * lo:2], tree[lo + 1:2 * lo:2])
+            lo = half
         self._cap, self._tree = cap, tree

@@ -208,7 +208,7 @@ class JobQueue:
                 bound = self._starving_bound(now)
                 if bound != self._arrival_no[next(iter(self._by_arrival))]:
                     streams.insert(0, (self._indexes["arrival"][1], bound))
-        return FitSearch(self._by_size, streams)
+        return FitSearch(self._by_arrival, self._by_size, streams)
 
     def first(self, now: float):
         """The highest-priority job, or None; cheaper than ``ordered`` for static orders."""
@@ -228,65 +228,70 @@ class FitSearch:
     """One backfilling pass's search for "the first job, in the pass's order, that fits".
 
     The order is a sequence of *streams* (the starving jobs in arrival order, then the
-    queue order), each indexed by size. ``next`` takes a monotone test per size on
-    the job's estimate; tests may only become stricter during the pass (starting jobs
-    only takes cores away), so a job found and then ``reject``-ed is skipped, with every
-    job before it of its size and stream, for the rest of the pass.
+    queue order), each indexed by size. ``next`` takes, per size, a limit on the
+    estimate; limits may only decrease during the pass (starting jobs only takes cores
+    away), so what was found once is where the next search of that size starts, and a
+    job ``reject``-ed (it does not fit after all) is skipped, with every job before it of
+    its size and stream, for the rest of the pass.
     """
 
-    def __init__(self, by_size, streams):
+    def __init__(self, queued, by_size, streams):
+        self._queued = queued  # the queue's jobs (membership: a job found may have started)
         self._by_size = by_size  # the queue's res -> (estimate, seq) list: which sizes are queued
         self._streams = streams  # [(res -> MinIndex, bound on the keys or None)]
-        self._after: dict = {}  # (stream number, res) -> key of the last job known not to fit
-        self._found = None
+        self._after: dict = {}  # (stream, res) -> key of the last job known not to fit
+        self._found: dict = {}  # (stream, res) -> (key, estimate, job) found by the last search
+        self._last = None
 
-    def next(self, max_res: int, test_for, exclude=None):
-        """The first job requesting at most ``max_res`` cores whose estimate passes
-        ``test_for(res)`` (a monotone test, or None when no job of ``res`` cores can fit),
-        leaving out ``exclude``; None if there is none."""
-        after = self._after
+    def next(self, max_res: int, limit_for, exclude=None):
+        """The first job requesting at most ``max_res`` cores whose estimate is at most
+        ``limit_for(res)`` (None: no job of ``res`` cores can fit), leaving out ``exclude``;
+        None if there is none."""
+        after, cache, queued = self._after, self._found, self._queued
         for s, (by_size, bound) in enumerate(self._streams):
             best = None
             for res in self._by_size.irange(maximum=max_res):
                 index = by_size.get(res)
                 if index is None:
                     continue
-                ok = test_for(res)
-                if ok is None or not ok(index.min_value()):
+                limit = limit_for(res)
+                if limit is None or index.min_value() > limit:
                     continue
-                found = index.first(ok, after.get((s, res)))
-                if found is not None and found[2] is exclude:
-                    after[s, res] = found[0]  # never a candidate: skip it for good
-                    found = index.first(ok, found[0])
-                if found is None or (bound is not None and found[0] >= bound):
+                found = cache.get((s, res))
+                if found is None or found[1] > limit or found[2] not in queued:
+                    # what was found earlier no longer fits or has started: search on from it
+                    start = after.get((s, res)) if found is None else found[0]
+                    found = index.first(limit, start)
+                    if found is not None and found[2] is exclude:  # never a candidate
+                        found = index.first(limit, found[0])
+                    if found is None:
+                        cache.pop((s, res), None)
+                        after[s, res] = None if start is None else start
+                        continue
+                    cache[s, res] = found
+                if bound is not None and found[0] >= bound:
                     continue
                 if best is None or found[0] < best[0]:
                     best = found
             if best is not None:
-                self._found = (s, best[0])
+                self._last = s
                 return best[2]
-        self._found = None
         return None
 
     def reject(self, job) -> None:
         """The job ``next`` just returned does not fit after all: skip it from now on."""
-        s, key = self._found
-        self._after[s, job.res] = key
-
+        key = (self._last, job.res)
+        self._after[key] = self._found.pop(key)[0]
 
 def _read_index(index):
     """``(key, job)`` of a MinIndex in key order, robust to removals of entries already read."""
     key = None
     while True:
-        found = index.first(_always, key)
+        found = index.first(INF, key)
         if found is None:
             return
         key = found[0]
         yield key, found[2]
-
-
-def _always(value) -> bool:
-    return True
 
 
 def _read_lazily(entries, chunk: int = 4):

@@ -139,16 +139,19 @@ class EasyBackfilling(ProfileScheduler):
                 return
             horizon, origin = profile.horizons(), profile.origin
 
-            def test_for(res):
-                limit = horizon(res)
-                return lambda estimate: origin + (estimate + delay) <= limit
+            def limit_for(res):
+                """The longest estimate that may fit (a hair generous: ``fits_now`` decides)."""
+                end = horizon(res)
+                if end <= origin:
+                    return None
+                return end - origin - delay + 1e-12 * (end + abs(origin) + delay) + 1e-9
 
-            job = search.next(available, test_for, exclude=priority)
+            job = search.next(available, limit_for, exclude=priority)
             if job is None:
                 return
             span = self.span(job)
             used = profile.fits_now(job, span)
-            if used is None:  # the horizon is exact in both models: only a safety net
+            if used is None:  # only a job within the hair of its limit
                 search.reject(job)
                 continue
             self.start(ctx, job, profile.place(job, ctx.now, ctx.now + span, used))
