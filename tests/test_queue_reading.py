@@ -162,3 +162,22 @@ def test_fit_search_finds_the_first_fitting_job_of_the_pass_order():
             for res in limits:  # starting a job only shrinks what fits
                 limits[res] = min(limits[res], limits[res] - rng.choice([0, 0, 5]))
             max_res = max(1, max_res - rng.choice([0, 1]))
+
+
+def test_dynamic_orders_sorted_once_per_instant_stay_exact():
+    """WFP3 / UNICEF: the head and the order at each instant, as jobs come and go."""
+    rng = random.Random(9)
+    for policy in ("wfp3", "unicef"):
+        queue, jobs, now = JobQueue(resolve_policy(policy)), [], 0.0
+        key = queue.policy.key
+        for step in range(300):
+            now += rng.choice([0.0, 0.0, 7.0, 60.0])
+            if jobs and rng.random() < 0.4:
+                queue.remove(jobs.pop(rng.randrange(len(jobs))))
+            else:
+                job = _job(step, rng.randint(1, 8), float(rng.randint(1, 500)), subtime=now)
+                queue.add(job, now)
+                jobs.append(job)
+            expected = sorted(jobs, key=lambda j: (key(j, now), j.seq))
+            assert queue.ordered(now) == expected
+            assert queue.first(now) is (expected[0] if expected else None)

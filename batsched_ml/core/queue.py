@@ -31,6 +31,7 @@ class JobQueue:
         self._by_arrival: dict = {}  # insertion-ordered: arrival order
         self._sorted = None if policy.dynamic else SortedList()
         self._keys: dict = {}
+        self._dynamic_cache = None  # (now, jobs sorted at now): a dynamic order, sorted once per instant
         # requested cores -> (estimate, seq) of the queued jobs of that size: lets a backfilling
         # pass see that no queued job can fit any more without reading the queue
         self._by_size = SortedDict()
@@ -60,6 +61,7 @@ class JobQueue:
 
     def add(self, job, now: float) -> None:
         self._by_arrival[job] = None
+        self._dynamic_cache = None
         sized = self._by_size.get(job.res)
         if sized is None:
             sized = self._by_size[job.res] = SortedList()
@@ -108,6 +110,7 @@ class JobQueue:
         """Re-insert a job whose key inputs changed (e.g. a new estimate)."""
         if job not in self._by_arrival:
             return
+        self._dynamic_cache = None
         self._unindex(job)
         sized = self._by_size[job.res]
         sized.remove((self._estimates[job], job.seq))
@@ -147,8 +150,8 @@ class JobQueue:
         if self._sorted is not None:
             jobs = [job for _, job in self._sorted]
         else:
-            key = self.policy.key
-            jobs = sorted(self._by_arrival, key=lambda j: (key(j, now), j.seq))
+            queued = self._by_arrival
+            jobs = [job for job in self._dynamic_order(now) if job in queued]
         if self.starvation_threshold is not None and jobs:
             starving = self._starving(now)
             if starving:
@@ -220,8 +223,17 @@ class JobQueue:
                 return head
         if self._sorted is not None:
             return self._sorted[0][1]
-        key = self.policy.key
-        return min(self._by_arrival, key=lambda j: (key(j, now), j.seq))
+        queued = self._by_arrival
+        return next(job for job in self._dynamic_order(now) if job in queued)
+
+    def _dynamic_order(self, now: float) -> list:
+        """The jobs in a dynamic order at ``now`` (some may have left since): sorted once per
+        instant, as a pass asks for the head and the order several times."""
+        cache = self._dynamic_cache
+        if cache is None or cache[0] != now:
+            key = self.policy.key
+            cache = self._dynamic_cache = (now, sorted(self._by_arrival, key=lambda j: (key(j, now), j.seq)))
+        return cache[1]
 
 
 class FitSearch:

@@ -118,7 +118,13 @@ class _Profile:
         p = Placement(start, end, used, i == 0)
         self.placed[job] = p
         if end != INF:
-            heapq.heappush(self._ends, (end, next(self._tie), job, p))
+            ends = self._ends
+            heapq.heappush(ends, (end, next(self._tie), job, p))
+            if len(ends) > 2 * len(self.placed) + 64:
+                # entries of placements removed since (EASY re-places its priority job at
+                # every pass) would otherwise stay until their end passes: drop them
+                ends[:] = [e for e in ends if self.placed.get(e[2]) is e[3]]
+                heapq.heapify(ends)
         return p
 
     def place(self, job, start: float, end: float, used) -> Placement:
