@@ -43,6 +43,7 @@ def main(argv=None) -> int:
     parser.add_argument("--reservations", default="count", choices=("count", "cores"))
     parser.add_argument("--cores", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
     args = parser.parse_args(argv)
     workload = burst_workload(args.jobs, args.cores, args.seed)
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
     t0, c0 = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    result, _ = simulate(args.cores, workload, sched, prefix=f"/tmp/bench-burst-{args.scheduler}")
+    result, _ = simulate(args.cores, workload, sched, prefix=args.prefix or f"/tmp/bench-burst-{args.scheduler}")
     if profiler:
         profiler.disable()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -73,6 +73,7 @@ def main(argv=None) -> int:
     parser.add_argument("--predictor")
     parser.add_argument("--correction")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
     args = parser.parse_args(argv)
     workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     t0, c0 = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    result, core = simulate(args.cores, workload, sched, prefix=f"/tmp/bench-long-queue-{args.scheduler}")
+    result, core = simulate(args.cores, workload, sched, prefix=args.prefix or f"/tmp/bench-long-queue-{args.scheduler}")
     if profiler:
         profiler.disable()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -78,6 +78,10 @@ def test_horizon_bounds_every_fit_now():
                 job = _job(seq, rng.randint(1, 8), 0.0)
                 profile.add_first_fit(job, float(rng.randint(1, 40)))
             horizon = profile.horizons()
+            steps = profile.horizon_steps()
+            for n in range(1, profile.available_now() + 1):  # the staircase is the same function
+                assert horizon(n) == next(t for hi, t in steps if n <= hi)
+            assert not steps or steps[-1][0] == profile.available_now()
             for n in range(1, 17):
                 for duration in (0.5, 1.0, 5.0, 10.0, 20.0, 39.0, 80.0):
                     fits = profile.fits_now(_job(99, n, duration), duration) is not None
@@ -145,12 +149,11 @@ def test_fit_search_finds_the_first_fitting_job_of_the_pass_order():
         max_res, rejected = 8, set()
         while True:
             expected = _first_fitting_by_reading(queue, order, now, max_res, limits, exclude, rejected)
-            def test_for(res):
-                return limits[res]
-            got = search.next(max_res, test_for, exclude)
+            steps = [(res, limits[res]) for res in range(1, max_res + 1)]
+            got = search.next(max_res, steps, exclude)
             while got in rejected:  # rejected in another stream (starving jobs): rejected again
                 search.reject(got)
-                got = search.next(max_res, test_for, exclude)
+                got = search.next(max_res, steps, exclude)
             assert got is expected
             if got is None:
                 break

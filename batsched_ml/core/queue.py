@@ -255,19 +255,23 @@ class FitSearch:
         self._found: dict = {}  # (stream, res) -> (key, estimate, job) found by the last search
         self._last = None
 
-    def next(self, max_res: int, limit_for, exclude=None):
-        """The first job requesting at most ``max_res`` cores whose estimate is at most
-        ``limit_for(res)`` (None: no job of ``res`` cores can fit), leaving out ``exclude``;
-        None if there is none."""
+    def next(self, max_res: int, limits: list, exclude=None):
+        """The first job requesting at most ``max_res`` cores whose estimate is within its
+        size's limit, leaving out ``exclude``; None if there is none. ``limits`` is a
+        staircase ``[(n, limit), ...]``, ``n`` increasing: sizes above the previous ``n`` and
+        up to this one have this limit (larger sizes: none fits)."""
         after, cache, queued = self._after, self._found, self._queued
         for s, (by_size, bound) in enumerate(self._streams):
             best = None
+            steps = iter(limits)
+            n_hi, limit = next(steps, (0, None))
             for res in self._by_size.irange(maximum=max_res):
+                while res > n_hi:
+                    n_hi, limit = next(steps, (INF, None))
+                if limit is None:
+                    break
                 index = by_size.get(res)
-                if index is None:
-                    continue
-                limit = limit_for(res)
-                if limit is None or index.min_value() > limit:
+                if index is None or index.min_value() > limit:
                     continue
                 found = cache.get((s, res))
                 if found is None or found[1] > limit or found[2] not in queued:
@@ -278,7 +282,7 @@ class FitSearch:
                         found = index.first(limit, found[0])
                     if found is None:
                         cache.pop((s, res), None)
-                        after[s, res] = None if start is None else start
+                        after[s, res] = start
                         continue
                     cache[s, res] = found
                 if bound is not None and found[0] >= bound:

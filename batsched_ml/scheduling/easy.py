@@ -137,16 +137,11 @@ class EasyBackfilling(ProfileScheduler):
             available = profile.available_now()
             if available <= 0 or available < queue.smallest_request():
                 return
-            horizon, origin = profile.horizons(), profile.origin
-
-            def limit_for(res):
-                """The longest estimate that may fit (a hair generous: ``fits_now`` decides)."""
-                end = horizon(res)
-                if end <= origin:
-                    return None
-                return end - origin - delay + 1e-12 * (end + abs(origin) + delay) + 1e-9
-
-            job = search.next(available, limit_for, exclude=priority)
+            # the longest estimate that may fit, by size (a hair generous: ``fits_now`` decides)
+            origin = profile.origin
+            limits = [(n, end - origin - delay + 1e-12 * (end + abs(origin) + delay) + 1e-9)
+                      for n, end in profile.horizon_steps()]
+            job = search.next(available, limits, exclude=priority)
             if job is None:
                 return
             span = self.span(job)

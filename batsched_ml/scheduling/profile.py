@@ -167,6 +167,18 @@ class _Profile:
         return horizon
 
 
+    def horizon_steps(self) -> list:
+        """``horizons`` as a staircase ``[(n, t), ...]``, ``n`` increasing: for sizes above the
+        previous step's ``n`` and up to this one, the horizon is ``t``."""
+        counts, times = self._free_throughout(), self.times
+        last = len(counts) - 1
+        steps = [(counts[last], INF)] if counts[last] > 0 else []
+        for k in range(last, 0, -1):
+            if counts[k - 1] > counts[k]:
+                steps.append((counts[k - 1], times[k]))
+        return steps
+
+
 class CoreProfile(_Profile):
     """Specific cores (bitmasks): batsched's availability profile."""
 
