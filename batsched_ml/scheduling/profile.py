@@ -166,7 +166,6 @@ class _Profile:
             return times[k] if k < len(times) else INF
         return horizon
 
-
     def horizon_steps(self) -> list:
         """``horizons`` as a staircase ``[(n, t), ...]``, ``n`` increasing: for sizes above the
         previous step's ``n`` and up to this one, the horizon is ``t``."""
