@@ -51,7 +51,8 @@ def _safe(name: str) -> str:
 
 # modules that only present results (reports, figures, the command line, the task engine): editing
 # them keeps the cached runs
-PRESENTATION = ("campaign/cli.py", "campaign/executor.py", "campaign/report.py", "analysis/plots.py", "cli.py")
+PRESENTATION = ("campaign/cli.py", "campaign/executor.py", "campaign/run.py", "campaign/cache.py", "campaign/report.py",
+                "analysis/plots.py", "cli.py")
 
 
 def code_version() -> str:
