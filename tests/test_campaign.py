@@ -14,8 +14,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from batsched_ml.campaign import run as run_module  # noqa: E402
+from batsched_ml.campaign.cache import ResultCache  # noqa: E402
 from batsched_ml.campaign.results import COLUMNS, read_results  # noqa: E402
-from batsched_ml.campaign.run import run_campaign  # noqa: E402
+from batsched_ml.campaign.run import estimated_cost, run_campaign  # noqa: E402
 from batsched_ml.campaign.spec import CampaignError, config_keys, load_campaign  # noqa: E402
 from batsched_ml.cli import build_parser, main  # noqa: E402
 from batsched_ml.workloads.windows import WindowSpec, split_windows  # noqa: E402
@@ -184,6 +185,26 @@ def test_second_run_is_all_cache_and_a_changed_config_reruns_alone(local_run, tm
     before = {r["config"]: r for r in read_results(out)}
     assert rows["spf"]["key"] != before["spf"]["key"] and rows["spf"]["avebsld10"] != before["spf"]["avebsld10"]
     assert rows["easy"] == before["easy"]
+
+
+def test_recorded_costs_put_the_longest_tasks_first(local_run, tmp_path, monkeypatch):
+    path, out, _ = local_run
+    rates = ResultCache(out).costs()
+    rows = {r["config"]: r for r in read_results(out)}
+    assert sorted(rates.values()) == sorted(r["wall_s"] / r["jobs"] for r in rows.values())
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    seen = []
+
+    def record(fn, items, **kw):
+        seen.extend(items)
+        return iter(())
+
+    monkeypatch.setattr(run_module, "iter_tasks", record)
+    new_seed = write(tmp_path, HEAD.replace('baseline = "easy"', 'baseline = "easy"\nseeds = [1]') + CONFIGS)
+    run(new_seed, work, workers=2)   # all three are new tasks, of equal size: ordered by their configs' costs
+    assert [t.config for t in seen] == sorted(rows, key=lambda c: -rows[c]["wall_s"])
+    assert estimated_cost(seen[0], {}) == seen[0].nb_jobs   # nothing known: by size
 
 
 def test_interrupted_campaign_resumes(tmp_path, monkeypatch):
