@@ -303,6 +303,40 @@ value = 10.0
     assert "| spf | `--scheduler easy --policy spf --backfill-order sjbf` |" in md
 
 
+def test_report_splits_small_and_large_jobs_by_the_classifier_dividers(tmp_path):
+    """Figure 8 of Zrigui et al.: every config's jobs split by one classifier run's weekly dividers."""
+    from batsched_ml.analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
+    from batsched_ml.campaign.report import class_split
+
+    text = HEAD + CONFIGS.split("[configs.spf]")[0] + """
+[configs.ci]
+classifier = "random-forest"
+kill_false_small = true
+options = { period = 86400 }
+"""
+    out = tmp_path / "out"
+    run(write(tmp_path, text), out, workers=0)
+    rows = read_results(out)
+    values, ref = class_split(rows, "KTH1k", ["easy", "ci"], out)
+    assert ref == "ci" and set(values) == {"easy", "ci"}
+    assert values["easy"][2:] == values["ci"][2:]          # the same jobs are small in both runs
+    n_small, n_large = values["ci"][2:]
+    assert n_small > 50 and n_large > 50
+    weekly = rows[1]["report"]["classification"]["weekly"]
+    first = min(w["week"] for w in weekly if w["divider"] is not None)
+    for config, row in zip(("easy", "ci"), rows):
+        records = merge_attempts(read_jobs_csv(out / "runs" / f"KTH1k.w0.{config}.s0_jobs.csv.gz"))
+        bsld = per_job_bsld(records, 60.0)
+        before = records.submission < first * 86400.0
+        assert n_small + n_large == (~before).sum()
+        small, large = values[config][:2]
+        # the two classes and the weeks left out make up the whole cumulative bsld
+        assert small * n_small + large * n_large + bsld[before].sum() == pytest.approx(row["cum_bsld60"])
+    assert main(["campaign", "report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "small and large jobs (Zrigui et al. 2022, Figure 8)" in md and "| ci | " in md
+
+
 def test_generated_trace_through_the_lublin_model(tmp_path):
     pytest.importorskip("batsched_ml.workloads.lublin")
     text = ('[traces.L]\ngenerate = "lublin:cores=64,jobs=200"\n[configs.easy]\nscheduler = "easy"\n')
