@@ -231,9 +231,12 @@ def main(argv=None) -> int:  # noqa: C901 - a linear script
                         f"speed-up {t_serial / out['all']:.2f}x (tasks only {t_serial / out['tasks']:.2f}x); "
                         f"tail {out['tail']:.1f} s; same metrics: {same}")
                 if "engine_cpu" in out:
+                    per_task = 1000 * out["engine_cpu"] / len(tasks)
+                    background = 1000 * out["idle_cpu_per_s"] * out["tasks"] / len(tasks)
                     line += (f"\n  {'':20s} cluster start {out['start']:.1f} s, tasks {out['tasks']:.1f} s, "
-                             f"close {out['close']:.1f} s; engine CPU {1000 * out['engine_cpu'] / len(tasks):.0f} ms "
-                             f"per task during the tasks, {1000 * out['idle_cpu_per_s']:.0f} ms/s idle")
+                             f"close {out['close']:.1f} s; engine CPU {per_task:.0f} ms per task during the tasks "
+                             f"= {background:.0f} ms of background ({1000 * out['idle_cpu_per_s']:.0f} ms/s, as when "
+                             f"idle) + {per_task - background:.0f} ms handling the task")
                 print(line, flush=True)
         print("\nmedian speed-ups (all / tasks only): " + "; ".join(
             f"{e} {statistics.median(a for a, _ in r):.2f}x / {statistics.median(b for _, b in r):.2f}x"
