@@ -163,7 +163,8 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     the dividers being those of the trace's first classifier run (they follow that run's
     completions, so one reference classifies the jobs of every config alike); jobs of the weeks
     before the first divider are left out. Returns ``({config: (small, large, n_small, n_large)},
-    reference config)``."""
+    reference config)``. (A run's report keeps its weekly list up to ``tasks.MAX_REPORT_ITEMS``
+    weeks: a longer trace has no split.)"""
     import bisect
 
     import numpy as np
@@ -174,7 +175,7 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     if not ran:
         return None
     window, seed = min(r["window"] for r in ran), min(r["seed"] for r in ran)
-    first = {c: r for r in ran for c in [r["config"]] if r["window"] == window and r["seed"] == seed}
+    first = {r["config"]: r for r in ran if r["window"] == window and r["seed"] == seed}
     ref = next((c for c in configs if c in first and _dividers(first[c].get("report"))), None)
     if ref is None:
         return None
