@@ -23,6 +23,11 @@ behaviour, it is a *list* scheduler:
 ``--head 0`` nothing is exempt. Everything else is kept, so the difference between the two runs
 is the window alone.
 
+On the artifact's workloads (its first version's ``lublin_256.swf``, ``lublin_1024.swf`` and
+``*_est.swf``) and the archive's CTC-SP2 / SDSC-BLUE traces, this reproduces Table 4's rows with
+actual runtimes and with estimates to the printed digits (``f1a``-``f4a``: the artifact's unrounded
+coefficients), the backfilling rows approximately (benchmarks/results/learned.md, section 5).
+
     python benchmarks/carastan2017_window.py TRACE.swf[.gz] --cores 256 --sequences 10 \
         [--setting actual|estimate|easy] [--window 32] [--policies fcfs,wfp3,...]
 """
@@ -36,6 +41,7 @@ import math
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -234,10 +240,20 @@ def main(argv=None) -> int:
     ap.add_argument("--window", type=int, default=32, help="re-ordered positions (0: the whole queue)")
     ap.add_argument("--head", type=int, default=16, help="jobs dispatched in order and not measured")
     ap.add_argument("--policies", default="fcfs,wfp3,unicef,spt,f4,f3,f2,f1")
+    ap.add_argument("--our-estimates", type=int, metavar="SEED",
+                    help="replace the trace's estimates by our generator's (user_estimates, this seed)")
+    ap.add_argument("--csv", help="append one row per policy (trace, setting, window, head, policy, n, median, mean)")
+    ap.add_argument("--name", help="trace name in the CSV (default: the file name)")
     args = ap.parse_args(argv)
 
     estimates = args.setting != "actual"
-    seqs = sequences(load(args.trace, args.cores), args.sequences, args.days, args.head, estimates)
+    trace = load(args.trace, args.cores)
+    if args.our_estimates is not None:
+        from batsched_ml.workloads.lublin import user_estimates
+
+        rng = np.random.default_rng(args.our_estimates)
+        trace.jobs["requested_time"] = user_estimates(np.maximum(trace.jobs["run_time"], 1), rng)
+    seqs = sequences(trace, args.sequences, args.days, args.head, estimates)
     print(f"{args.trace}: {len(seqs)} sequences of {[len(q['s']) for q in seqs]} jobs, {args.cores} cores, "
           f"setting {args.setting}, window {args.window or 'all'}, head {args.head}", flush=True)
     for name in args.policies.split(","):
@@ -245,6 +261,10 @@ def main(argv=None) -> int:
         pol = policy(name)
         values = [simulate(q, args.cores, pol, args.window, args.head, estimates, args.setting == "easy")
                   for q in seqs]
+        if args.csv:
+            with open(args.csv, "a") as fh:
+                fh.write(f"{args.name or Path(args.trace).name},{args.setting},{args.window},{args.head},{name},"
+                         f"{len(values)},{statistics.median(values):.2f},{statistics.fmean(values):.2f}\n")
         print(f"  {name:10s} median {statistics.median(values):10.2f}  mean {statistics.fmean(values):10.2f}  "
               f"({time.process_time() - t0:.1f} s CPU)  " + " ".join(f"{v:.1f}" for v in values), flush=True)
     return 0
