@@ -16,12 +16,19 @@ behaviour, it is a *list* scheduler:
 - ``s`` in F1-F4 is the submission time from the sequence start, ``log10(0) = -inf``;
   UNICEF divides by ``log2(n + 1e-20)``, zero for one-core jobs (so they always go first);
 - with backfilling, after ordering, the first job of the window that fits now without delaying
-  the head (estimated shadow time, or within the extra cores) is moved to the head -- one per
-  pass, repeated as the dispatch loop comes back.
+  the head (estimated shadow time, or within the extra cores; running jobs counted by estimated
+  end, then dispatch order) is moved to the head -- one per pass, repeated as the loop comes back;
+- each dispatch is a blocking SimGrid message (1000 B over two 100 us links; with SimGrid's default
+  latency factor 13.01 about ``latency`` = 2.6 ms), so the clock drifts off whole seconds, while
+  decisions (arrivals, ages, shadow times) see the clock truncated to whole seconds.
 
 ``--window 0`` orders every arrived job instead (a whole-queue scheduler, as ours); with
 ``--head 0`` nothing is exempt. Everything else is kept, so the difference between the two runs
 is the window alone.
+
+On the artifact's workloads (its first version's ``lublin_256.swf``, ``lublin_1024.swf`` and
+``*_est.swf``) and the archive's CTC-SP2 / SDSC-BLUE traces, this reproduces Table 4 to the printed
+digits (``f1a``-``f4a``: the artifact's unrounded coefficients); see benchmarks/results/learned.md.
 
 On the artifact's workloads (its first version's ``lublin_256.swf``, ``lublin_1024.swf`` and
 ``*_est.swf``) and the archive's CTC-SP2 / SDSC-BLUE traces, this reproduces Table 4's rows with
@@ -133,13 +140,14 @@ def sequences(trace, count: int, days: float = 15, head: int = 16, estimates: bo
 
 
 def simulate(seq: dict, cores: int, pol, window: int = 32, head: int = 16, estimates: bool = False,
-             backfill: bool = False, exact_spt: bool = True) -> float:
+             backfill: bool = False, exact_spt: bool = True, latency: float = 0.0026) -> float:
     """AVEbsld (tau 10 s) of one sequence, over the jobs after the first ``head``."""
     s, r, n = seq["s"], seq["r"], seq["n"]
     d = seq["e"] if estimates else r           # what the policy (and backfilling) sees
     total = len(s)
     order = list(range(total))                 # list position -> job
     start = [0] * total
+    dispatched = [0] * total                   # job -> its list position when dispatched
     running: list = []                         # heap of (end, cores, job)
     free, now = cores, 0
 
@@ -151,7 +159,7 @@ def simulate(seq: dict, cores: int, pol, window: int = 32, head: int = 16, estim
     def reorder(i):
         hi = total if window <= 0 else min(i + window, total)
         k = i
-        while k < hi and s[order[k]] <= now:
+        while k < hi and s[order[k]] <= int(now):
             k += 1
         if k - i <= 1:
             return
@@ -161,7 +169,7 @@ def simulate(seq: dict, cores: int, pol, window: int = 32, head: int = 16, estim
             if score is _spt and exact_spt and len(seg) <= 64:
                 _swap_sort(seg, d)
             else:   # Python's sort is stable, also reversed: equal scores keep the list order
-                keys = {j: score(d[j], n[j], s[j], now - s[j]) for j in seg}
+                keys = {j: score(d[j], n[j], s[j], int(now) - s[j]) for j in seg}
                 seg.sort(key=keys.__getitem__, reverse=highest)
         if backfill:
             _backfill(seg)
@@ -172,16 +180,16 @@ def simulate(seq: dict, cores: int, pol, window: int = 32, head: int = 16, estim
         if free >= n[head_job]:
             return
         # shadow time: when the running jobs, by estimated end (whole seconds), free enough cores
-        ends = sorted((int(start[j] + d[j] - now), k, j) for k, (_, _, j) in enumerate(running))
+        ends = sorted((int(start[j] + d[j] - int(now)), dispatched[j], j) for (_, _, j) in running)
         avail, shadow, extra = free, 0, 0
         for remaining, _, j in ends:
             avail += n[j]
             if avail >= n[head_job]:
-                shadow, extra = now + remaining, avail - n[head_job]
+                shadow, extra = int(now) + remaining, avail - n[head_job]
                 break
         for pos in range(1, len(seg)):
             j = seg[pos]
-            if (n[j] <= free and now + d[j] <= shadow) or n[j] <= min(free, extra):
+            if (n[j] <= free and int(now) + d[j] <= shadow) or n[j] <= min(free, extra):
                 seg.insert(0, seg.pop(pos))
                 return
 
@@ -201,7 +209,9 @@ def simulate(seq: dict, cores: int, pol, window: int = 32, head: int = 16, estim
             t_end = running[0][0] if running else math.inf
             now = min(t_arr, t_end)
             release(now)
+        now += latency
         start[j] = now
+        dispatched[j] = i
         free -= n[j]
         heapq.heappush(running, (now + r[j], n[j], j))
     measured = order[head:]
@@ -240,6 +250,7 @@ def main(argv=None) -> int:
     ap.add_argument("--window", type=int, default=32, help="re-ordered positions (0: the whole queue)")
     ap.add_argument("--head", type=int, default=16, help="jobs dispatched in order and not measured")
     ap.add_argument("--policies", default="fcfs,wfp3,unicef,spt,f4,f3,f2,f1")
+    ap.add_argument("--latency", type=float, default=0.0026, help="seconds per dispatch (SimGrid message)")
     ap.add_argument("--our-estimates", type=int, metavar="SEED",
                     help="replace the trace's estimates by our generator's (user_estimates, this seed)")
     ap.add_argument("--csv", help="append one row per policy (trace, setting, window, head, policy, n, median, mean)")
@@ -259,7 +270,8 @@ def main(argv=None) -> int:
     for name in args.policies.split(","):
         t0 = time.process_time()
         pol = policy(name)
-        values = [simulate(q, args.cores, pol, args.window, args.head, estimates, args.setting == "easy")
+        values = [simulate(q, args.cores, pol, args.window, args.head, estimates, args.setting == "easy",
+                           latency=args.latency)
                   for q in seqs]
         if args.csv:
             with open(args.csv, "a") as fh:

@@ -264,24 +264,24 @@ def test_paper_simulator_reorders_only_a_window_of_the_list():
     seq = _seq([0, 1, 2, 3], [100, 100, 100, 1], [1, 1, 1, 1])
     spt = w.policy("spt")
     # whole queue: at t=100 the 1 s job (j3) passes j1 and j2
-    assert w.simulate(seq, 1, spt, window=0, head=0) == pytest.approx((1 + 9.8 + 2.0 + 2.99) / 4)
+    assert w.simulate(seq, 1, spt, window=0, head=0, latency=0) == pytest.approx((1 + 9.8 + 2.0 + 2.99) / 4)
     # window of 2 positions: j3 is not visible at t=100, j1 starts, then j3 passes j2
-    assert w.simulate(seq, 1, spt, window=2, head=0) == pytest.approx((1 + 1.99 + 19.8 + 2.99) / 4)
+    assert w.simulate(seq, 1, spt, window=2, head=0, latency=0) == pytest.approx((1 + 1.99 + 19.8 + 2.99) / 4)
     # the first `head` jobs are not measured
-    assert w.simulate(seq, 1, spt, window=0, head=1) == pytest.approx((9.8 + 2.0 + 2.99) / 3)
+    assert w.simulate(seq, 1, spt, window=0, head=1, latency=0) == pytest.approx((9.8 + 2.0 + 2.99) / 3)
 
 
 def test_paper_simulator_unicef_puts_one_core_jobs_first_and_backfills_one_job():
     w = _window_module()
     seq = _seq([0, 1, 2], [100, 10, 1000], [4, 4, 1])
     # log2(1 + 1e-20) = 0: the one-core job j2 has an infinite priority and blocks j1 until 1100
-    assert w.simulate(seq, 4, w.policy("unicef"), head=0) == pytest.approx((1 + 110.9 + 1.098) / 3)
-    assert w.simulate(seq, 4, w.policy("unicef+1"), head=0) == pytest.approx((1 + 10.9 + 1.108) / 3)
+    assert w.simulate(seq, 4, w.policy("unicef"), head=0, latency=0) == pytest.approx((1 + 110.9 + 1.098) / 3)
+    assert w.simulate(seq, 4, w.policy("unicef+1"), head=0, latency=0) == pytest.approx((1 + 10.9 + 1.108) / 3)
     seq = _seq([0, 1, 2], [100, 10, 50], [3, 4, 1])
     fcfs = w.policy("fcfs")
-    assert w.simulate(seq, 4, fcfs, head=0) == pytest.approx((1 + 10.9 + 3.16) / 3)
+    assert w.simulate(seq, 4, fcfs, head=0, latency=0) == pytest.approx((1 + 10.9 + 3.16) / 3)
     # j2 fits on the free core and ends (t=52) before the head j1 can start (t=100)
-    assert w.simulate(seq, 4, fcfs, head=0, backfill=True) == pytest.approx((1 + 10.9 + 1) / 3)
+    assert w.simulate(seq, 4, fcfs, head=0, backfill=True, latency=0) == pytest.approx((1 + 10.9 + 1) / 3)
 
 
 def test_paper_sequences_are_consecutive_head_plus_days():
