@@ -130,7 +130,7 @@ class EasyBackfilling(ProfileScheduler):
         delaying the priority job."""
         search = self.queue.fit_search(ctx.now, self.backfill_order)
         if search is None:  # an order that changes with time: read the whole queue
-            self._backfill(ctx, self.queue.iter_ordered(ctx.now, sizes=self._sizes_that_may_fit()))
+            self._backfill(ctx, self.queue.iter_ordered(ctx.now))
             return
         profile, queue, priority, delay = self.profile, self.queue, self.priority, self.rjms_delay
         while True:
