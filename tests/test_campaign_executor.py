@@ -65,3 +65,52 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_local_cluster_settings_and_worker_gc_freeze():
+    """The embedded cluster hands out one task per worker at a time, in item order, without
+    stealing, wakes rarely; a worker freezes its own objects after its first task."""
+    import gc
+
+    with executor.dask_client(workers=1) as client:
+        saturation, stealing = client.run_on_scheduler(
+            lambda dask_scheduler: (dask_scheduler.WORKER_SATURATION, "stealing" in dask_scheduler.extensions))
+        assert (saturation, stealing) == (1.0, False)
+        tick = client.run(lambda: __import__("dask").config.get("distributed.admin.tick.interval"))
+        assert list(tick.values()) == ["1s"]
+        frozen = map_tasks(_frozen_count, range(3), scheduler_address=client.scheduler.address, progress=False)
+    assert frozen[0] == 0 and min(frozen[1:]) > 1000
+    assert gc.get_freeze_count() == 0   # never in the client's process
+
+
+def _frozen_count(_):
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def _sleep_for(seconds):
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def test_interrupted_local_cluster_stops_at_once_and_workers_ignore_ctrl_c():
+    """Ctrl-C while workers are busy: the embedded cluster is gone within a second or two (Dask
+    alone waits for busy workers, then kills them), and the workers were started with SIGINT
+    ignored, so a terminal's Ctrl-C (sent to the whole process group) reaches the client only."""
+    import signal
+    import time
+
+    with executor.dask_client(workers=2) as client:
+        handlers = client.run(lambda: int(signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
+        assert set(handlers.values()) == {1}, handlers
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the client's own handler is back
+
+    started = None
+    with pytest.raises(KeyboardInterrupt):
+        for _, result in iter_tasks(_sleep_for, [0, 60, 60], workers=2, progress=False):
+            started = time.monotonic()
+            raise KeyboardInterrupt
+    assert started is not None and time.monotonic() - started < 3.0
