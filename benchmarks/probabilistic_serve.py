@@ -51,7 +51,7 @@ def check(platform: Path, workload: Path, flags: list, tmp: Path) -> dict:
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.perf_counter()
     connect = subprocess.run(_cli("simulate", "-p", platform, "-w", workload, "-e", tmp / "remote", "--quiet",
-                                  "--connect", endpoint, "--timeout", "120"), cwd=ROOT)
+                                  "--connect", endpoint, "--timeout", "120"), cwd=ROOT, stdout=subprocess.DEVNULL)
     _, err = serve.communicate(timeout=120)
     remote = time.perf_counter() - t0
     if connect.returncode or serve.returncode:
