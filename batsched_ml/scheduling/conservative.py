@@ -35,10 +35,21 @@ class ConservativeBackfilling(ProfileScheduler):
         else:
             candidates = self.queue.ordered(now)
             self._next_reservation = math.inf
+        counted = self.reservations == "count"
         for job in candidates:
             reserved = profile.placed.get(job)
-            profile.remove_if_present(job)
-            placement = profile.add_first_fit(job, self.span(job))
+            span = self.span(job)
+            if counted and reserved is not None and reserved.start > now and reserved.end == reserved.start + span:
+                # re-placing it is a no-op unless it fits earlier (most of a long queue)
+                start = profile.earlier_fit(job, span)
+                if start is None:
+                    self.note_reservation(reserved)
+                    continue
+                profile.remove(job)
+                placement = profile.place(job, start, start + span, job.res)
+            else:
+                profile.remove_if_present(job)
+                placement = profile.add_first_fit(job, span)
             if not placement.started_now and reserved is not None and reserved.start <= now < reserved.end:
                 profile.remove(job)
                 placement = profile.place(job, now, reserved.end, reserved.used)

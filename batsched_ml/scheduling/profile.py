@@ -17,7 +17,7 @@ estimated duration; ``started_now`` tells whether that is the present.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import count
 
 from ..protocol.coreset import lowest_bits
@@ -118,8 +118,19 @@ class _Profile:
         p = Placement(start, end, used, i == 0)
         self.placed[job] = p
         if end != INF:
-            heapq.heappush(self._ends, (end, next(self._tie), job, p))
+            ends = self._ends
+            heapq.heappush(ends, (end, next(self._tie), job, p))
+            if len(ends) > 2 * len(self.placed) + 64:
+                self._compact_ends()
         return p
+
+    def _compact_ends(self) -> None:
+        """Forget the heap entries of placements since replaced or removed: re-planning a
+        long queue at every pass would otherwise keep one entry per placement ever made
+        (memory growing with passes x queue). ``overdue`` reads the same live entries."""
+        placed = self.placed
+        self._ends = [e for e in self._ends if placed.get(e[2]) is e[3]]
+        heapq.heapify(self._ends)
 
     def place(self, job, start: float, end: float, used) -> Placement:
         """Reserve ``used`` from ``start`` (the present or later) to ``end``."""
@@ -228,20 +239,43 @@ class CountProfile(_Profile):
             free[k] += used
 
     def _find(self, n: int, duration: float, first_only: bool = False):
+        i = self._first_window(n, duration, 1 if first_only else len(self.times), len(self.times))
+        return None if i is None else (i, n)
+
+    def _first_window(self, n: int, duration: float, stop: int, limit: int):
+        """The first slice ``i < stop`` from which ``n`` cores are free for ``duration``,
+        checking only the slices before ``limit`` (those from ``limit`` on are known to fit).
+        A window that meets a slice with fewer than ``n`` free fails for every start up to
+        that slice too, so the search resumes after it: each slice is read about once."""
         times, free = self.times, self.free
-        last = len(times)
-        for i in range(1 if first_only else last):
-            if free[i] < n:
+        resume = 0
+        for i in range(stop):
+            if i < resume or free[i] < n:
                 continue
             end = (self.origin if i == 0 else times[i]) + duration
             k = i + 1
-            while k < last and times[k] < end:
+            while k < limit and times[k] < end:
                 if free[k] < n:
                     break
                 k += 1
             else:
-                return i, n
+                return i
+            resume = k + 1
         return None
+
+    def earlier_fit(self, job, duration: float):
+        """Where ``job``, placed in the future for ``duration``, would start if re-placed at
+        its earliest fit: a slice start before its reservation (same cores, same duration),
+        or None when its reservation is already its earliest fit. Equals removing the job
+        and calling ``add_first_fit``, without touching the profile: a window that starts
+        before the reservation ends within it, where the job's own cores are free."""
+        placed = self.placed[job]
+        start = placed.start
+        if start <= self.origin or placed.end != start + duration:
+            raise ValueError("earlier_fit needs a future reservation of the same duration")
+        stop = bisect_left(self.times, start)  # slices that begin before the reservation
+        i = self._first_window(job.res, duration, stop, stop)
+        return None if i is None else (self.origin if i == 0 else self.times[i])
 
 
 PROFILES = {"cores": CoreProfile, "count": CountProfile}
