@@ -90,7 +90,7 @@ def test_earlier_fit_is_where_a_re_placement_lands(seed):
         moved = reference.add_first_fit(twin, duration)
         expected = moved.start if moved.start < reserved.start else None
         assert moved.start <= reserved.start
-        assert profile.earlier_fit(job, duration) == expected
+        assert profile.earlier_fit(job, duration)[0] == expected
         if expected is not None:  # move it as the conservative pass does
             profile.remove(job)
             profile.place(job, expected, expected + duration, job.res)

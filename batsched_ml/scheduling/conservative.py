@@ -36,18 +36,27 @@ class ConservativeBackfilling(ProfileScheduler):
             candidates = self.queue.ordered(now)
             self._next_reservation = math.inf
         counted = self.reservations == "count"
+        bounds = NoFitBefore()
         for job in candidates:
             reserved = profile.placed.get(job)
             span = self.span(job)
             if counted and reserved is not None and reserved.start > now and reserved.end == reserved.start + span:
                 # re-placing it is a no-op unless it fits earlier (most of a long queue)
-                start = profile.earlier_fit(job, span)
+                lowest, shortest = bounds.lowest_start(job.res, span, reserved.start)
+                start, longest = profile.earlier_fit(job, span, lowest)
                 if start is None:
+                    bounds.note(job.res, max(shortest, longest), reserved.start)
                     self.note_reservation(reserved)
                     continue
                 profile.remove(job)
                 placement = profile.place(job, start, start + span, job.res)
+                vacated = max(reserved.start, placement.end)
+                if vacated < reserved.end:
+                    bounds.freed(vacated, profile.most_free(vacated, reserved.end))
+                bounds.note(job.res, max(shortest, longest), start)
             else:
+                if reserved is not None:
+                    bounds.freed(reserved.start, math.inf)
                 profile.remove_if_present(job)
                 placement = profile.add_first_fit(job, span)
             if not placement.started_now and reserved is not None and reserved.start <= now < reserved.end:
@@ -59,3 +68,40 @@ class ConservativeBackfilling(ProfileScheduler):
                 self.note_reservation(placement)
         self.wake_at_next_reservation(ctx)
         self.end_pass(ctx)
+
+
+class NoFitBefore:
+    """What one pass has learnt from its searches: "from no start before ``x`` do ``n``
+    cores stay free for ``d`` seconds or longer" (a search that reached ``x`` tried every
+    earlier start, and the longest stretch it met was shorter than ``d``). That holds for
+    more cores or a longer time too, and reserving cores keeps it true. Freeing cores from
+    time ``a`` on, leaving at most ``m`` free there, can only lengthen stretches of ``m``
+    cores or fewer that reach ``a``: it ends the bounds of ``n <= m`` with ``x + d > a``.
+    The search for a job of ``n`` cores for ``d`` seconds starts at the best bound."""
+
+    KEPT = 16  # the latest bounds
+    SLACK = 1e-6  # float slack on stretch lengths: ``a - b`` and ``b + d`` round differently
+
+    def __init__(self):
+        self._bounds: list = []  # (n, d, x)
+
+    def freed(self, a: float, most: float) -> None:
+        """Cores were freed from ``a`` on, leaving at most ``most`` free there."""
+        self._bounds = [(n, d, x) for n, d, x in self._bounds if n > most or x + d <= a]
+
+    def lowest_start(self, n: int, d: float, reserved_from: float) -> tuple[float, float]:
+        """``(x, dx)``: the search for a job of ``n`` cores for ``d`` seconds, reserved from
+        ``reserved_from`` on (taking it out frees its cores from then on), may start at
+        ``x``, a bound that holds for ``dx`` seconds or longer (-inf, 0: from the start)."""
+        best, shortest = -math.inf, 0.0
+        for nb, db, x in self._bounds:
+            if x > best and nb <= n and db <= d and x + db <= reserved_from:
+                best, shortest = x, db
+        return best, shortest
+
+    def note(self, n: int, longest: float, x: float) -> None:
+        """No start before ``x`` keeps ``n`` cores free for longer than ``longest``."""
+        bounds = self._bounds
+        bounds.append((n, longest * (1 + 1e-12) + self.SLACK, x))
+        if len(bounds) > self.KEPT:
+            del bounds[0]

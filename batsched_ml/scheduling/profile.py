@@ -239,43 +239,58 @@ class CountProfile(_Profile):
             free[k] += used
 
     def _find(self, n: int, duration: float, first_only: bool = False):
-        i = self._first_window(n, duration, 1 if first_only else len(self.times), len(self.times))
+        i, _ = self._first_window(n, duration, 1 if first_only else len(self.times), len(self.times))
         return None if i is None else (i, n)
 
-    def _first_window(self, n: int, duration: float, stop: int, limit: int):
-        """The first slice ``i < stop`` from which ``n`` cores are free for ``duration``,
-        checking only the slices before ``limit`` (those from ``limit`` on are known to fit).
+    def _first_window(self, n: int, duration: float, stop: int, limit: int, first: int = 0):
+        """``(i, longest)``: the first slice ``first <= i < stop`` from which ``n`` cores are
+        free for ``duration`` (None if none), checking only the slices before ``limit``
+        (those from ``limit`` on are known to fit); ``longest``: the longest time ``n`` cores
+        stay free from a start tried before ``i`` (every one shorter than ``duration``).
         A window that meets a slice with fewer than ``n`` free fails for every start up to
         that slice too, so the search resumes after it: each slice is read about once."""
         times, free = self.times, self.free
-        resume = 0
-        for i in range(stop):
+        resume, longest = 0, 0.0
+        for i in range(first, stop):
             if i < resume or free[i] < n:
                 continue
-            end = (self.origin if i == 0 else times[i]) + duration
+            start = self.origin if i == 0 else times[i]
+            end = start + duration
             k = i + 1
             while k < limit and times[k] < end:
                 if free[k] < n:
                     break
                 k += 1
             else:
-                return i
+                return i, longest
+            if times[k] - start > longest:
+                longest = times[k] - start
             resume = k + 1
-        return None
+        return None, longest
 
-    def earlier_fit(self, job, duration: float):
-        """Where ``job``, placed in the future for ``duration``, would start if re-placed at
-        its earliest fit: a slice start before its reservation (same cores, same duration),
-        or None when its reservation is already its earliest fit. Equals removing the job
-        and calling ``add_first_fit``, without touching the profile: a window that starts
-        before the reservation ends within it, where the job's own cores are free."""
+    def most_free(self, start: float, end: float) -> int:
+        """The most cores free at any moment in ``[start, end)``."""
+        times = self.times
+        i = max(bisect_right(times, start) - 1, 0)
+        return max(self.free[i:max(bisect_left(times, end), i + 1)])
+
+    def earlier_fit(self, job, duration: float, not_before: float = -INF):
+        """``(start, longest)``: where ``job``, placed in the future for ``duration``, would
+        start if re-placed at its earliest fit: a slice start before its reservation (same
+        cores, same duration), or None when its reservation is already its earliest fit;
+        ``longest`` as in ``_first_window``. Equals removing the job and calling
+        ``add_first_fit``, without touching the profile: a window that starts before the
+        reservation ends within it, where the job's own cores are free.
+        ``not_before``: the caller knows that no window starting earlier fits."""
         placed = self.placed[job]
         start = placed.start
         if start <= self.origin or placed.end != start + duration:
             raise ValueError("earlier_fit needs a future reservation of the same duration")
-        stop = bisect_left(self.times, start)  # slices that begin before the reservation
-        i = self._first_window(job.res, duration, stop, stop)
-        return None if i is None else (self.origin if i == 0 else self.times[i])
+        times = self.times
+        stop = bisect_left(times, start)  # slices that begin before the reservation
+        first = bisect_left(times, not_before) if not_before > self.origin else 0
+        i, longest = self._first_window(job.res, duration, stop, stop, first)
+        return (None if i is None else (self.origin if i == 0 else times[i])), longest
 
 
 PROFILES = {"cores": CoreProfile, "count": CountProfile}
