@@ -76,8 +76,8 @@ class NoFitBefore:
     earlier start, and the longest stretch it met was shorter than ``d``). That holds for
     more cores or a longer time too, and reserving cores keeps it true. Freeing cores from
     time ``a`` on, leaving at most ``m`` free there, can only lengthen stretches of ``m``
-    cores or fewer that reach ``a``: it ends the bounds of ``n <= m`` with ``x + d > a``.
-    The search for a job of ``n`` cores for ``d`` seconds starts at the best bound."""
+    cores or fewer that reach ``a``: the bounds of ``n <= m`` move back to ``a - d``. The
+    search for a job of ``n`` cores for ``d`` seconds starts at the best bound."""
 
     KEPT = 16  # the latest bounds
     SLACK = 1e-6  # float slack on stretch lengths: ``a - b`` and ``b + d`` round differently
@@ -87,7 +87,9 @@ class NoFitBefore:
 
     def freed(self, a: float, most: float) -> None:
         """Cores were freed from ``a`` on, leaving at most ``most`` free there."""
-        self._bounds = [(n, d, x) for n, d, x in self._bounds if n > most or x + d <= a]
+        slack = self.SLACK
+        self._bounds = [(n, d, x) if n > most or x + d <= a else (n, d, a - d - slack)
+                        for n, d, x in self._bounds]
 
     def lowest_start(self, n: int, d: float, reserved_from: float) -> tuple[float, float]:
         """``(x, dx)``: the search for a job of ``n`` cores for ``d`` seconds, reserved from
