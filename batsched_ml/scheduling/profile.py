@@ -250,10 +250,13 @@ class CountProfile(_Profile):
         A window that meets a slice with fewer than ``n`` free fails for every start up to
         that slice too, so the search resumes after it: each slice is read about once."""
         times, free = self.times, self.free
-        resume, longest = 0, 0.0
-        for i in range(first, stop):
-            if i < resume or free[i] < n:
-                continue
+        longest, i = 0.0, first
+        while i < stop:
+            for i in range(i, stop):  # skip the slices with too few free cores
+                if free[i] >= n:
+                    break
+            else:
+                break
             start = self.origin if i == 0 else times[i]
             end = start + duration
             k = i + 1
@@ -265,7 +268,7 @@ class CountProfile(_Profile):
                 return i, longest
             if times[k] - start > longest:
                 longest = times[k] - start
-            resume = k + 1
+            i = k + 1
         return None, longest
 
     def most_free(self, start: float, end: float) -> int:
