@@ -14,6 +14,14 @@ next reservation by that much and fall behind it, while jobs re-planned
 before it were anchored on its old reservation. And when no running job is
 planned to end before the earliest reservation, the scheduler asks to be
 called then (``wake_at_next_reservation``), so a quiet machine is revisited.
+
+Compressing costs a first-fit search per queued job, and a burst of n jobs
+makes n compressions of up to n jobs over O(n) slices (issue 13 section 2).
+With the counting model, re-inserting a job changes nothing unless it fits
+earlier than its reservation: ``CountProfile.earlier_fit`` answers that without
+touching the profile, and each search starts where the pass's earlier searches
+proved that nothing fits (``NoFitBefore``). The result is exactly the
+re-insertion's (tests/test_profile_search.py).
 """
 
 from __future__ import annotations
