@@ -16,7 +16,7 @@ import pytest
 
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling.conservative import ConservativeBackfilling
-from batsched_ml.scheduling.profile import CountProfile
+from batsched_ml.scheduling.profile import CoreProfile, CountProfile
 from batsched_ml.simulator.engine import NO_LATENCY
 
 
@@ -25,17 +25,18 @@ class _Job:
         self.seq, self.res = seq, res
 
 
-def _random_profile(rng: random.Random, cores: int):
+def _random_profile(rng: random.Random, cores: int, model=CountProfile):
     """A profile with a few running jobs and many first-fit reservations (as a queue leaves
     it), some removed again (holes), times on a coarse grid so that boundaries coincide."""
     now = rng.choice([0.0, 0.5, 7.3])
-    profile = CountProfile(cores, now)
+    profile = model(cores, now)
     jobs = []
     for seq in range(rng.randint(0, 40)):
         job = _Job(seq, rng.randint(1, cores))
         duration = rng.choice([0.1, 1.0, 2.5, 3.0, 10.0, 0.3 * rng.randint(1, 60)])
-        if rng.random() < 0.3 and profile.fits_now(job, duration) is not None:
-            profile.place(job, now, now + duration, job.res)
+        used = profile.fits_now(job, duration)
+        if rng.random() < 0.3 and used is not None:
+            profile.place(job, now, now + duration, used)
         else:
             profile.add_first_fit(job, duration)
         jobs.append((job, duration))
@@ -96,6 +97,31 @@ def test_earlier_fit_is_where_a_re_placement_lands(seed):
             profile.place(job, expected, expected + duration, job.res)
 
 
+@pytest.mark.parametrize("seed", range(200))
+def test_core_reinsertion_is_what_a_re_placement_gives(seed):
+    """batsched's model: same start and same cores, or where and on which cores it lands."""
+    rng = random.Random(5000 + seed)
+    cores = rng.choice([2, 4, 16])
+    profile, jobs = _random_profile(rng, cores, CoreProfile)
+    rng.shuffle(jobs)
+    for job, duration in jobs:
+        reserved = profile.placed.get(job)
+        if reserved is None or reserved.start <= profile.origin:
+            continue
+        others = [j for j, _ in jobs if j is not job and j in profile]
+        if others and rng.random() < 0.5:
+            profile.remove(rng.choice(others))
+        reference = copy.deepcopy(profile)
+        twin = next(j for j in reference.placed if j.seq == job.seq)
+        reference.remove(twin)
+        moved = reference.add_first_fit(twin, duration)
+        same = moved.start == reserved.start and moved.used == reserved.used
+        assert profile.reinsertion(job, duration) == (None if same else (moved.start, moved.used))
+        if not same:
+            profile.remove(job)
+            profile.place(job, moved.start, moved.start + duration, moved.used)
+
+
 def test_earlier_fit_refuses_what_it_cannot_answer():
     profile = CountProfile(4, 0.0)
     job = _Job(0, 2)
@@ -154,14 +180,14 @@ def _schedule_of(sched, workload, latency):
     return sorted((j.name, j.start_time, str(j.alloc)) for j in core.jobs.values())
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_conservative_pass_equals_re_planning_every_job(seed):
     """Same start times and cores as the plain pass, for random workloads and options (both
     reservation models, policies, starvation, a predictor with corrections, exact instants)."""
     rng = random.Random(seed)
     cores = rng.choice([4, 8, 16])
     workload = _random_workload(rng, cores)
-    options = dict(policy=rng.choice(["fcfs", "spf", "wfp3"]), reservations=rng.choice(["count", "count", "cores"]),
+    options = dict(policy=rng.choice(["fcfs", "spf", "wfp3"]), reservations=rng.choice(["count", "cores"]),
                    starvation_threshold=rng.choice([None, None, 50.0]))
     if rng.random() < 0.3:
         options.update(predictor="ave2", correction="incremental")

@@ -62,6 +62,16 @@ class ConservativeBackfilling(ProfileScheduler):
                 if vacated < reserved.end:
                     bounds.freed(vacated, profile.most_free(vacated, reserved.end))
                 bounds.note(job.res, max(shortest, longest), start)
+            elif reserved is not None and reserved.start > now and reserved.end == reserved.start + span:
+                # batsched's model: the same, and the job must also keep its cores
+                moved = profile.reinsertion(job, span)
+                if moved is None:
+                    self.note_reservation(reserved)
+                    continue
+                start, used = moved
+                bounds.freed(reserved.start, math.inf)
+                profile.remove(job)
+                placement = profile.place(job, start, start + span, used)
             else:
                 if reserved is not None:
                     bounds.freed(reserved.start, math.inf)

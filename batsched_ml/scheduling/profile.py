@@ -216,6 +216,42 @@ class CoreProfile(_Profile):
         return None
 
 
+    def reinsertion(self, job, duration: float):
+        """None when removing ``job`` (a future reservation for ``duration``) and calling
+        ``add_first_fit`` would give back the same start and cores, else ``(start, cores)``
+        it would get, without touching the profile: in the slices of its reservation, the
+        job's own cores count as free. A job that cannot start earlier may still take
+        lower-numbered cores freed since it was placed."""
+        placed = self.placed[job]
+        start, own = placed.start, placed.used
+        if start <= self.origin or placed.end != start + duration:
+            raise ValueError("reinsertion needs a future reservation of the same duration")
+        times, free, n = self.times, self.free, job.res
+        stop = bisect_left(times, start)  # slices that begin before the reservation
+        last = len(times)
+        for i in range(stop):
+            avail = free[i]
+            if avail.bit_count() < n:
+                continue
+            end = (self.origin if i == 0 else times[i]) + duration
+            k = i + 1
+            while k < last and times[k] < end:
+                avail &= free[k] if k < stop else free[k] | own
+                if avail.bit_count() < n:
+                    break
+                k += 1
+            else:
+                return (self.origin if i == 0 else times[i]), lowest_bits(avail, n)
+        k = bisect_right(times, start) - 1  # the slice where the reservation begins
+        avail = free[k] | own
+        k += 1
+        while k < last and times[k] < placed.end:
+            avail &= free[k] | own
+            k += 1
+        used = lowest_bits(avail, n)
+        return None if used == own else (start, used)
+
+
 class CountProfile(_Profile):
     """Core counts only: the classic model of the EASY papers."""
 
