@@ -20,7 +20,8 @@ makes n compressions of up to n jobs over O(n) slices (issue 13 section 2).
 With the counting model, re-inserting a job changes nothing unless it fits
 earlier than its reservation: ``CountProfile.earlier_fit`` answers that without
 touching the profile, and each search starts where the pass's earlier searches
-proved that nothing fits (``NoFitBefore``). The result is exactly the
+proved that nothing fits (``NoFitBefore``). With batsched's model the job must
+also keep its cores (``CoreProfile.reinsertion``). The result is exactly the
 re-insertion's (tests/test_profile_search.py).
 """
 
