@@ -1,9 +1,10 @@
-"""The first-fit searches of the counting profile against brute force (issue 13 §2).
+"""The first-fit searches of the profiles against brute force (issue 13 §2).
 
-``CountProfile._find`` resumes after a slice that breaks a window, and ``earlier_fit``
-answers "where would this reservation move?" without removing it; both must give what
-the plain definitions give, on random profiles. The conservative pass that relies on
-``earlier_fit`` must give the schedule of the plain pass that re-plans every job.
+``CountProfile._find`` resumes after a slice that breaks a window; ``earlier_fit`` and
+``CoreProfile.reinsertion`` answer "where would this reservation move?" without removing
+it. Each must give what the plain definitions give, on random profiles, and the
+conservative pass that relies on them (with ``NoFitBefore``) the schedule of the plain
+pass that re-inserts every job.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def _brute_force_find(profile, n, duration):
     return None
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", range(200))
 def test_find_is_the_earliest_window(seed):
     rng = random.Random(seed)
     cores = rng.choice([1, 4, 16])
@@ -71,7 +72,7 @@ def test_find_is_the_earliest_window(seed):
         assert first == ((0, n) if expected == 0 else None)
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", range(200))
 def test_earlier_fit_is_where_a_re_placement_lands(seed):
     rng = random.Random(1000 + seed)
     cores = rng.choice([2, 4, 16])
@@ -97,7 +98,7 @@ def test_earlier_fit_is_where_a_re_placement_lands(seed):
             profile.place(job, expected, expected + duration, job.res)
 
 
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", range(150))
 def test_core_reinsertion_is_what_a_re_placement_gives(seed):
     """batsched's model: same start and same cores, or where and on which cores it lands."""
     rng = random.Random(5000 + seed)
@@ -180,7 +181,7 @@ def _schedule_of(sched, workload, latency):
     return sorted((j.name, j.start_time, str(j.alloc)) for j in core.jobs.values())
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(40))
 def test_conservative_pass_equals_re_planning_every_job(seed):
     """Same start times and cores as the plain pass, for random workloads and options (both
     reservation models, policies, starvation, a predictor with corrections, exact instants)."""
