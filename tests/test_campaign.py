@@ -14,8 +14,9 @@ import pytest
 pytest.importorskip("distributed")
 
 from batsched_ml.campaign import run as run_module  # noqa: E402
+from batsched_ml.campaign.cache import ResultCache  # noqa: E402
 from batsched_ml.campaign.results import COLUMNS, read_results  # noqa: E402
-from batsched_ml.campaign.run import run_campaign  # noqa: E402
+from batsched_ml.campaign.run import estimated_cost, run_campaign  # noqa: E402
 from batsched_ml.campaign.spec import CampaignError, config_keys, load_campaign  # noqa: E402
 from batsched_ml.cli import build_parser, main  # noqa: E402
 from batsched_ml.workloads.windows import WindowSpec, split_windows  # noqa: E402
@@ -186,6 +187,26 @@ def test_second_run_is_all_cache_and_a_changed_config_reruns_alone(local_run, tm
     assert rows["easy"] == before["easy"]
 
 
+def test_recorded_costs_put_the_longest_tasks_first(local_run, tmp_path, monkeypatch):
+    path, out, _ = local_run
+    rates = ResultCache(out).costs()
+    rows = {r["config"]: r for r in read_results(out)}
+    assert sorted(rates.values()) == sorted(r["wall_s"] / r["jobs"] for r in rows.values())
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    seen = []
+
+    def record(fn, items, **kw):
+        seen.extend(items)
+        return iter(())
+
+    monkeypatch.setattr(run_module, "iter_tasks", record)
+    new_seed = write(tmp_path, HEAD.replace('baseline = "easy"', 'baseline = "easy"\nseeds = [1]') + CONFIGS)
+    run(new_seed, work, workers=2)   # all three are new tasks, of equal size: ordered by their configs' costs
+    assert [t.config for t in seen] == sorted(rows, key=lambda c: -rows[c]["wall_s"])
+    assert estimated_cost(seen[0], {}) == seen[0].nb_jobs   # nothing known: by size
+
+
 def test_interrupted_campaign_resumes(tmp_path, monkeypatch):
     path = write(tmp_path, HEAD + CONFIGS)
     real, calls = run_module.run_task, []
@@ -280,6 +301,40 @@ value = 10.0
     for name in ("KTH1k-box.png", "KTH1k-cumbsld.png", "KTH1k-wait-ecdf.png"):
         assert (tmp_path / "rep" / name).stat().st_size > 1000
     assert "| spf | `--scheduler easy --policy spf --backfill-order sjbf` |" in md
+
+
+def test_report_splits_small_and_large_jobs_by_the_classifier_dividers(tmp_path):
+    """Figure 8 of Zrigui et al.: every config's jobs split by one classifier run's weekly dividers."""
+    from batsched_ml.analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
+    from batsched_ml.campaign.report import class_split
+
+    text = HEAD + CONFIGS.split("[configs.spf]")[0] + """
+[configs.ci]
+classifier = "random-forest"
+kill_false_small = true
+options = { period = 86400 }
+"""
+    out = tmp_path / "out"
+    run(write(tmp_path, text), out, workers=0)
+    rows = read_results(out)
+    values, ref = class_split(rows, "KTH1k", ["easy", "ci"], out)
+    assert ref == "ci" and set(values) == {"easy", "ci"}
+    assert values["easy"][2:] == values["ci"][2:]          # the same jobs are small in both runs
+    n_small, n_large = values["ci"][2:]
+    assert n_small > 50 and n_large > 50
+    weekly = rows[1]["report"]["classification"]["weekly"]
+    first = min(w["week"] for w in weekly if w["divider"] is not None)
+    for config, row in zip(("easy", "ci"), rows):
+        records = merge_attempts(read_jobs_csv(out / "runs" / f"KTH1k.w0.{config}.s0_jobs.csv.gz"))
+        bsld = per_job_bsld(records, 60.0)
+        before = records.submission < first * 86400.0
+        assert n_small + n_large == (~before).sum()
+        small, large = values[config][:2]
+        # the two classes and the weeks left out make up the whole cumulative bsld
+        assert small * n_small + large * n_large + bsld[before].sum() == pytest.approx(row["cum_bsld60"])
+    assert main(["campaign", "report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "small and large jobs (Zrigui et al. 2022, Figure 8)" in md and "| ci | " in md
 
 
 def test_generated_trace_through_the_lublin_model(tmp_path):

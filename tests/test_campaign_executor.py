@@ -65,3 +65,25 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_local_cluster_settings_and_worker_gc_freeze():
+    """The embedded cluster hands out one task per worker at a time, in item order, without
+    stealing, wakes rarely; a worker freezes its own objects after its first task."""
+    import gc
+
+    with executor.dask_client(workers=1) as client:
+        saturation, stealing = client.run_on_scheduler(
+            lambda dask_scheduler: (dask_scheduler.WORKER_SATURATION, "stealing" in dask_scheduler.extensions))
+        assert (saturation, stealing) == (1.0, False)
+        tick = client.run(lambda: __import__("dask").config.get("distributed.admin.tick.interval"))
+        assert list(tick.values()) == ["1s"]
+        frozen = map_tasks(_frozen_count, range(3), scheduler_address=client.scheduler.address, progress=False)
+    assert frozen[0] == 0 and min(frozen[1:]) > 1000
+    assert gc.get_freeze_count() == 0   # never in the client's process
+
+
+def _frozen_count(_):
+    import gc
+
+    return gc.get_freeze_count()

@@ -1,6 +1,7 @@
 """Finished tasks, stored by cache key under ``RESULTS_DIR/cache/``: the row as JSON plus the
 run's files. Each entry is written file by file with atomic renames, the row last, so an
-interrupted write leaves no entry (the task simply runs again)."""
+interrupted write leaves no entry (the task simply runs again). ``costs.json`` keeps each
+configuration's simulation seconds per job, so the next run can start its longest tasks first."""
 
 from __future__ import annotations
 
@@ -8,12 +9,46 @@ import json
 import os
 from pathlib import Path
 
-__all__ = ["ResultCache"]
+__all__ = ["ResultCache", "config_cost_key"]
+
+COSTS = "costs.json"
+
+
+def config_cost_key(argv) -> str:
+    """A configuration's identity for run-time estimates: its simulate flags (not its name)."""
+    return " ".join(argv)
 
 
 class ResultCache:
     def __init__(self, results_dir):
         self.dir = Path(results_dir) / "cache"
+        self._costs: dict[str, list[float]] | None = None   # flags -> [seconds, jobs]
+
+    def _load_costs(self) -> dict[str, list[float]]:
+        if self._costs is None:
+            try:
+                raw = json.loads((self.dir / COSTS).read_text(encoding="utf-8"))
+                self._costs = {k: [float(v[0]), float(v[1])] for k, v in raw.items()}
+            except (OSError, ValueError, TypeError, IndexError, AttributeError):
+                self._costs = {}
+        return self._costs
+
+    def costs(self) -> dict[str, float]:
+        """Seconds of simulation per job of each configuration seen so far (by its flags)."""
+        return {k: s / n for k, (s, n) in self._load_costs().items() if n > 0 and s >= 0}
+
+    def note_cost(self, argv, seconds, jobs: int) -> None:
+        """Record one finished run (kept in memory until :meth:`save_costs`)."""
+        if seconds is None or jobs <= 0:
+            return
+        entry = self._load_costs().setdefault(config_cost_key(argv), [0.0, 0.0])
+        entry[0] += float(seconds)
+        entry[1] += jobs
+
+    def save_costs(self) -> None:
+        if self._costs:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._write(self.dir / COSTS, json.dumps(self._costs, sort_keys=True).encode("utf-8"))
 
     def _row_path(self, key: str) -> Path:
         return self.dir / f"{key}.json"

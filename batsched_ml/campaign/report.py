@@ -2,7 +2,8 @@
 
 Per trace: each config's metrics (means over windows and seeds) and their reduction vs the
 baseline, a bar chart of the first metric, cumulative bsld over time and the waiting-time
-ECDF (one curve per config), box plots when there are several windows or seeds. Then the
+ECDF (one curve per config), box plots when there are several windows or seeds, and with a
+small/large classifier, each config's slowdown of small and large jobs. Then the
 paper's numbers beside ours, the configurations as ``simulate`` flags, and failures.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from .results import metric_value, read_results
 from .spec import CampaignError, _paper, config_argv
 
-__all__ = ["reduction", "summarise", "write_report"]
+__all__ = ["class_split", "reduction", "summarise", "write_report"]
 
 LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
                             "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed")
@@ -145,6 +146,103 @@ def _figures(rows, trace, configs, metric, folder: Path, results_dir: Path) -> l
     return out
 
 
+def _dividers(report) -> tuple[float, list[int], list[float | None]] | None:
+    """(period, week indices, dividers) of a classifier run's report, or None."""
+    cls = (report or {}).get("classification") if isinstance(report, dict) else None
+    weekly = (cls or {}).get("weekly") or []
+    if not cls or not cls.get("period") or not any(w.get("divider") is not None for w in weekly):
+        return None
+    return float(cls["period"]), [int(w["week"]) for w in weekly], [w.get("divider") for w in weekly]
+
+
+def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | None:
+    """Average bounded slowdown (tau = 60 s) of small and large jobs per config (Zrigui et al.
+    2022, Figure 8), or None when no run of ``trace`` has a classifier's weekly dividers.
+
+    A job is small when its run time is below the divider in force in the week it was submitted,
+    the dividers being those of the trace's first classifier run (they follow that run's
+    completions, so one reference classifies the jobs of every config alike); jobs of the weeks
+    before the first divider are left out. Returns ``({config: (small, large, n_small, n_large)},
+    reference config)``. (A run's report keeps its weekly list up to ``tasks.MAX_REPORT_ITEMS``
+    weeks: a longer trace has no split.)"""
+    import bisect
+
+    import numpy as np
+
+    from ..analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
+
+    ran = [r for r in rows if r["trace"] == trace and r["status"] != "error"]
+    if not ran:
+        return None
+    window, seed = min(r["window"] for r in ran), min(r["seed"] for r in ran)
+    first = {r["config"]: r for r in ran if r["window"] == window and r["seed"] == seed}
+    ref = next((c for c in configs if c in first and _dividers(first[c].get("report"))), None)
+    if ref is None:
+        return None
+    period, weeks, dividers = _dividers(first[ref]["report"])
+    out = {}
+    for config in configs:
+        path = results_dir / "runs" / f"{_run_name(trace, window, config, seed)}_jobs.csv.gz"
+        if config not in first or not path.is_file():
+            continue
+        records = merge_attempts(read_jobs_csv(path))
+        bsld = per_job_bsld(records, 60.0)
+        week_of = np.floor(records.submission / period).astype(np.int64)
+        divider = np.array([(dividers[i - 1] if (i := bisect.bisect_right(weeks, w)) else None) for w in week_of],
+                           dtype=object)
+        known = np.array([d is not None for d in divider]) & ~np.isnan(bsld)
+        small = known.copy()
+        small[known] = records.run[known] < divider[known].astype(np.float64)
+        large = known & ~small
+        out[config] = (float(bsld[small].mean()) if small.any() else None,
+                       float(bsld[large].mean()) if large.any() else None, int(small.sum()), int(large.sum()))
+    return out, ref
+
+
+def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Path) -> list[str]:
+    split = class_split(rows, trace, configs, results_dir)
+    if split is None:
+        return []
+    values, ref = split
+    base = values.get(baseline, (None, None))
+    n_small, n_large = values[ref][2], values[ref][3]
+    lines = [f"Average bounded slowdown (tau = 60 s) of small and large jobs (Zrigui et al. 2022, Figure 8): "
+             f"small = run time below the weekly divider of `{ref}` in the week of submission "
+             f"({n_small:,} small, {n_large:,} large jobs; the first week, without a divider, left out).", "",
+             "| config | small jobs | large jobs |", "|---|---:|---:|"]
+    for config, (sm, lg, _, _) in values.items():
+        cells = []
+        for v, b in ((sm, base[0]), (lg, base[1])):
+            change = _change(v, b) if config != baseline else None
+            cells.append(fmt(v) + (f" ({_pct(change)})" if change is not None else ""))
+        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+    lines.append("")
+    try:
+        from ..analysis.plots import PlotError, _pyplot
+
+        plt = _pyplot()
+    except PlotError:
+        return lines
+    import numpy as np
+
+    labels = list(values)
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4))
+    ax.bar(x - 0.2, [values[c][0] or 0 for c in labels], 0.4, label="small jobs", color="tab:green")
+    ax.bar(x + 0.2, [values[c][1] or 0 for c in labels], 0.4, label="large jobs", color="tab:gray")
+    ax.set_xticks(x, labels, rotation=30, ha="right")
+    ax.set_ylabel("average bounded slowdown (tau = 60 s)")
+    ax.set_title(f"{trace}: small and large jobs")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    slug = "".join(ch if ch.isalnum() or ch in "+-_" else "_" for ch in trace)
+    name = f"{slug}-classes.png"
+    fig.savefig(folder / name)
+    plt.close(fig)
+    return lines + [f"![{trace}: small and large jobs]({name})", ""]
+
+
 def _run_name(trace, window, config, seed) -> str:
     from .tasks import _safe
 
@@ -193,6 +291,7 @@ def write_report(results_dir, report_dir) -> Path:
         lines.append("")
         for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir):
             lines += [f"![{trace}: {caption}]({name})", ""]
+        lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir)
     s["paper"] = [p for p in s["paper"] if p.trace in traces]  # a subset run: only the traces that ran
     if s["paper"]:
         lines += ["## Beside the paper", "",

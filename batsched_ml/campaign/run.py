@@ -11,14 +11,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import ResultCache
+from .cache import ResultCache, config_cost_key
 from .executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
 from .results import write_results
 from .spec import Campaign
 from .tasks import Task, code_version, error_row, run_task, task_key
 
-__all__ = ["CampaignOutcome", "build_tasks", "run_campaign"]
+__all__ = ["CampaignOutcome", "build_tasks", "estimated_cost", "run_campaign"]
 
 IDENTITY = ("trace", "window", "config", "seed", "window_start")
 
@@ -47,6 +47,15 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                                       platform=inp.platform, key=task_key(inp.digest, config.argv, seed, version),
                                       nb_jobs=inp.nb_jobs))
     return tasks
+
+
+def estimated_cost(task: Task, costs: dict[str, float]) -> float:
+    """Expected run time of ``task`` for ordering: its jobs x the seconds per job its
+    configuration took before (any trace; the mean over known configurations if new)."""
+    rate = costs.get(config_cost_key(task.argv))
+    if rate is None:
+        rate = sum(costs.values()) / len(costs) if costs else 1.0
+    return max(task.nb_jobs, 1) * rate
 
 
 def _identity(task: Task) -> dict:
@@ -80,7 +89,8 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
     cache = ResultCache(results_dir)
     done = {t.key: row for t in tasks if (row := cache.get(t.key)) is not None}
     todo = list({t.key: t for t in tasks if t.key not in done}.values())  # identical runs once
-    todo.sort(key=lambda t: -t.nb_jobs)  # biggest first: the last tasks to finish are short
+    costs = cache.costs()
+    todo.sort(key=lambda t: -estimated_cost(t, costs))  # longest first: the last tasks to finish are short
     outcome = CampaignOutcome(results_dir, tasks=len(tasks), cached=sum(t.key in done for t in tasks))
     from .executor import default_workers
 
@@ -100,6 +110,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                     log(f"failed: {task.label}: {result.error}")
                     continue
                 cache.put(task.key, result["row"], result["files"])
+                cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
                 done[task.key] = result["row"]
                 outcome.computed += 1
     except KeyboardInterrupt:
@@ -112,6 +123,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
             elif task.key in failures:
                 rows.append(error_row(task, failures[task.key]))
         _link_runs(results_dir, cache, tasks, done)
+        cache.save_costs()
         write_results(results_dir, rows)
         outcome.rows = rows
         outcome.failed = [f"{t.label}: {failures[t.key]}" for t in tasks if t.key in failures]
