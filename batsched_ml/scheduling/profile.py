@@ -121,16 +121,11 @@ class _Profile:
             ends = self._ends
             heapq.heappush(ends, (end, next(self._tie), job, p))
             if len(ends) > 2 * len(self.placed) + 64:
-                self._compact_ends()
+                # entries of placements removed since (EASY re-places its priority job at
+                # every pass) would otherwise stay until their end passes: drop them
+                ends[:] = [e for e in ends if self.placed.get(e[2]) is e[3]]
+                heapq.heapify(ends)
         return p
-
-    def _compact_ends(self) -> None:
-        """Forget the heap entries of placements since replaced or removed: re-planning a
-        long queue at every pass would otherwise keep one entry per placement ever made
-        (memory growing with passes x queue). ``overdue`` reads the same live entries."""
-        placed = self.placed
-        self._ends = [e for e in self._ends if placed.get(e[2]) is e[3]]
-        heapq.heapify(self._ends)
 
     def place(self, job, start: float, end: float, used) -> Placement:
         """Reserve ``used`` from ``start`` (the present or later) to ``end``."""
