@@ -210,7 +210,6 @@ class CoreProfile(_Profile):
                 return i, lowest_bits(avail, n)
         return None
 
-
     def reinsertion(self, job, duration: float):
         """None when removing ``job`` (a future reservation for ``duration``) and calling
         ``add_first_fit`` would give back the same start and cores, else ``(start, cores)``
