@@ -284,7 +284,7 @@ def test_small_threshold_default_is_the_majority_rule():
 @pytest.mark.parametrize("value", [0, 1, 0.0, 1.0, -0.1, 1.5, float("nan"), "0.35", True, None])
 def test_small_threshold_bad_values(value):
     for model in (RandomForestJobClassifier, GradientBoostingJobClassifier):
-        with pytest.raises(ValueError, match="small_threshold must be a number strictly between 0 and 1"):
+        with pytest.raises(ValueError, match="small_threshold must be a number > 0 and < 1"):
             model(small_threshold=value)
     with pytest.raises(ValueError, match="small_threshold"):
         build_scheduler("easy", classifier="random-forest", small_threshold=value)

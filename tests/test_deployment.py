@@ -51,16 +51,34 @@ def test_documented_command_lets_batsim_finish_writing():
 
 
 def test_outputs_belong_to_the_host_user():
+    """Nix runs as root in its container: Batsim's files are handed to HOST_UID:HOST_GID at the end,
+    whatever Batsim's exit status, and that status is the container's."""
     batsim = compose()["services"]["batsim"]
-    assert re.fullmatch(r"\$\{HOST_UID:-\d+\}:\$\{HOST_GID:-\d+\}", batsim["user"])
-    assert any(v.startswith("./out:") for v in batsim["volumes"])
+    assert re.fullmatch(r"\$\{HOST_UID:-\d+\}", batsim["environment"]["HOST_UID"])
+    assert re.fullmatch(r"\$\{HOST_GID:-\d+\}", batsim["environment"]["HOST_GID"])
+    script = batsim["command"][-1].replace("$$", "$")
+    lines = [line.strip() for line in script.splitlines()]
+    run = next(i for i, line in enumerate(lines) if "/bin/batsim" in line)
+    status = lines.index("status=$?")
+    chown = next(i for i, line in enumerate(lines) if line.startswith("chown -R \"$HOST_UID:$HOST_GID\" /data/out"))
+    assert run < status < chown and lines[-1] == "exit $status"
+    assert "-e /data/out/out" in script and any(v.startswith("./out:/data/out") for v in batsim["volumes"])
     assert "mkdir -p out" in COMPOSE.read_text() and "HOST_UID=$(id -u)" in (ROOT / "README.md").read_text()
 
 
-def test_one_batsim_image_named_in_compose_and_readme():
-    image = compose()["services"]["batsim"]["image"]
-    name, _, tag = image.partition(":")
-    assert name == "oarteam/batsim" and re.fullmatch(r"4\.\d+\.\d+", tag), image
-    texts = [(ROOT / "README.md").read_text(), (ROOT / "Dockerfile").read_text(), COMPOSE.read_text()]
-    named = {m for text in texts for m in re.findall(r"oarteam/batsim:([\w.-]+)", text)}
-    assert named == {tag}, named
+def test_one_batsim_version_for_every_deployment():
+    """Issue 15 §4a: compose builds Batsim from the same nix pin as the nix shell (4.2.0), and the
+    README states that one version; no Docker Hub Batsim image is used anywhere."""
+    batsim = compose()["services"]["batsim"]
+    assert batsim["image"].startswith("nixos/nix:")
+    script = batsim["command"][-1]
+    assert "nix-build --no-out-link /data/nix/pins.nix -A kapack.batsim" in script
+    assert "./nix:/data/nix:ro" in batsim["volumes"]
+    shell = (ROOT / "nix" / "shell.nix").read_text()
+    assert "kapack.batsim # Batsim 4.2.0" in shell
+    pin = re.search(r"nur-kapack/archive/([0-9a-f]{40})", (ROOT / "nix" / "pins.nix").read_text()).group(1)
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Batsim version")[1].split("\n### ")[0]
+    assert "Batsim 4.2.0" in section and pin[:8] in section
+    texts = [readme, (ROOT / "Dockerfile").read_text(), COMPOSE.read_text()]
+    assert not any(re.search(r"oarteam/batsim:[\w.-]+", text) for text in texts)

@@ -229,3 +229,71 @@ def test_learn_policy_command_writes_ranked_functions_and_resumes(tmp_path, caps
     assert "2 already scored" in capsys.readouterr().out
     resolve_policy(f"learned:{out}#3")
     assert main(args + ["--operators", "%"]) == 2
+
+
+def test_generator_load_grows_with_the_machine_as_in_the_papers_workloads():
+    """The model's arrivals do not depend on the machine while sizes scale with it (uhi = log2(cores)):
+    the paper's own lublin_256.swf / lublin_1024.swf (its artifact, 20,000 jobs each) offer a load of
+    0.81 / 1.04 of their machine, mean sizes 22.4 / 78.3 cores. Ours must be that overloaded too."""
+    def offered(cores):
+        t = lublin_jobs(cores, 20000, seed=0)
+        span = t["submit_time"].max() - t["submit_time"].min()
+        return (t["run_time"] * t["allocated_procs"]).sum() / (span * cores), t["allocated_procs"].mean()
+
+    (load256, size256), (load1024, size1024) = offered(256), offered(1024)
+    assert 0.7 < load256 < 0.95 and 0.9 < load1024 < 1.15
+    assert 20 < size256 < 25 and 70 < size1024 < 85
+
+
+# ------------------------------------------------------------------ the paper's sequence simulator
+def _window_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("carastan2017_window", ROOT / "benchmarks/carastan2017_window.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _seq(s, r, n, e=None):
+    return {"s": s, "r": r, "n": n, "e": e or r}
+
+
+def test_paper_simulator_reorders_only_a_window_of_the_list():
+    w = _window_module()
+    seq = _seq([0, 1, 2, 3], [100, 100, 100, 1], [1, 1, 1, 1])
+    spt = w.policy("spt")
+    # whole queue: at t=100 the 1 s job (j3) passes j1 and j2
+    assert w.simulate(seq, 1, spt, window=0, head=0, latency=0) == pytest.approx((1 + 9.8 + 2.0 + 2.99) / 4)
+    # window of 2 positions: j3 is not visible at t=100, j1 starts, then j3 passes j2
+    assert w.simulate(seq, 1, spt, window=2, head=0, latency=0) == pytest.approx((1 + 1.99 + 19.8 + 2.99) / 4)
+    # the first `head` jobs are not measured
+    assert w.simulate(seq, 1, spt, window=0, head=1, latency=0) == pytest.approx((9.8 + 2.0 + 2.99) / 3)
+
+
+def test_paper_simulator_unicef_puts_one_core_jobs_first_and_backfills_one_job():
+    w = _window_module()
+    seq = _seq([0, 1, 2], [100, 10, 1000], [4, 4, 1])
+    # log2(1 + 1e-20) = 0: the one-core job j2 has an infinite priority and blocks j1 until 1100
+    assert w.simulate(seq, 4, w.policy("unicef"), head=0, latency=0) == pytest.approx((1 + 110.9 + 1.098) / 3)
+    assert w.simulate(seq, 4, w.policy("unicef+1"), head=0, latency=0) == pytest.approx((1 + 10.9 + 1.108) / 3)
+    seq = _seq([0, 1, 2], [100, 10, 50], [3, 4, 1])
+    fcfs = w.policy("fcfs")
+    assert w.simulate(seq, 4, fcfs, head=0, latency=0) == pytest.approx((1 + 10.9 + 3.16) / 3)
+    # j2 fits on the free core and ends (t=52) before the head j1 can start (t=100)
+    assert w.simulate(seq, 4, fcfs, head=0, backfill=True, latency=0) == pytest.approx((1 + 10.9 + 1) / 3)
+
+
+def test_paper_sequences_are_consecutive_head_plus_days():
+    from types import SimpleNamespace
+
+    w = _window_module()
+    jobs = lublin_jobs(256, 3000, seed=1)
+    seqs = w.sequences(SimpleNamespace(jobs=jobs), count=4, days=1, head=16)
+    assert len(seqs) == 4
+    first = 0
+    for q in seqs:
+        assert q["s"][0] == 0 and max(q["s"]) <= 86400 and len(q["s"]) > 16
+        assert q["r"] == jobs["run_time"][first:first + len(q["s"])].astype(int).tolist()
+        first += len(q["s"])
+        assert jobs["submit_time"][first] - jobs["submit_time"][first - len(q["s"])] > 86400

@@ -541,13 +541,18 @@ def test_docker_compose_file():
     assert "build" in sched
     sched_cmd = sched["command"] if isinstance(sched["command"], list) else sched["command"].split()
     assert sched_cmd[:3] == ["batsched-ml", "serve", "-s"] and sched_cmd[3] == "tcp://*:28000"
-    image, _, tag = batsim["image"].partition(":")
-    assert image == "oarteam/batsim" and tag.startswith("4.") and tag != "latest"
-    cmd = batsim["command"] if isinstance(batsim["command"], list) else batsim["command"].split()
+    script = batsim["command"][-1].replace("$$", "$")
+    assert batsim["image"].startswith("nixos/nix:")  # Batsim from the nix pin (test_deployment.py)
+    cmd = " ".join(line.strip().rstrip("\\") for line in script.splitlines()).split()
+    cmd = cmd[next(i for i, word in enumerate(cmd) if word.endswith("/bin/batsim")):]
     assert cmd[cmd.index("-s") + 1] == "tcp://scheduler:28000"
     assert "--enable-dynamic-jobs" in cmd
-    for flag in ("-p", "-w", "-e"):
-        assert cmd[cmd.index(flag) + 1].startswith("/data/")
+    mounts = dict(v.split(":")[1::-1] for v in batsim["volumes"] if v.startswith("./"))
+    for flag in ("-p", "-w"):  # the inputs exist in the checkout, under their mounted directory
+        container = cmd[cmd.index(flag) + 1]
+        directory = next(d for d in mounts if container.startswith(d + "/"))
+        assert (ROOT / mounts[directory] / container[len(directory) + 1:]).is_file(), container
+    assert cmd[cmd.index("-e") + 1].startswith("/data/out/")
     assert "scheduler" in batsim.get("depends_on", [])
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert dockerfile.startswith("FROM python:3.11-slim") or "\nFROM python:3.11-slim" in dockerfile

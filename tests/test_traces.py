@@ -4,6 +4,8 @@ interrupted runs, progress, per-job files, useful vs wasted utilisation."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -451,3 +453,35 @@ def test_empty_workload_warns_in_convert_and_simulate(tmp_path, capsys):
     assert main(["simulate", "-p", str(tmp_path / "p.xml"), "-w", str(tmp_path / "w.json"),
                  "-e", str(tmp_path / "e"), "--quiet"]) == 0
     assert "warning: the workload has no job" in capsys.readouterr().err
+
+
+def test_timezone_option_overrides_the_workload_zone_and_is_validated(tmp_path):
+    """`-o timezone` applies on top of the workload's own calendar (no need to restate
+    unix_start_time), accepts a tz name or seconds, and a bad value is one line, exit 2."""
+    import warnings
+
+    from batsched_ml.validation import ValidationError
+    from batsched_ml.workloads.loader import write_workload
+
+    workload = load_workload(SAMPLE)
+    workload["swf"] = {"UnixStartTime": 1_000_000_000, "TimeZoneString": "Europe/Stockholm"}
+    path = tmp_path / "w.json"
+    write_workload(workload, path)
+    own = CalendarClock.resolve({"w": str(path)}, {})
+    assert own.timezone == "Europe/Stockholm" and own.utc_base == 1_000_000_000
+    shifted = CalendarClock.resolve({"w": str(path)}, {"timezone": "3600"})
+    assert shifted.timezone == "UTC+01:00" and shifted.utc_base == own.utc_base
+    named = CalendarClock.resolve({"w": str(path)}, {"timezone": "America/Los_Angeles"})
+    assert named.timezone == "America/Los_Angeles"
+    assert named.local(0) != own.local(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a given zone without a calendar is not "no calendar"
+        assert CalendarClock.resolve({}, {"timezone": 7200}).timezone == "UTC+02:00"
+    for bad in ("Mars/Olympus", "90000", "2h"):
+        with pytest.raises(ValidationError, match="time zone"):
+            CalendarClock.resolve({}, {"timezone": bad})
+    done = subprocess.run([sys.executable, "-m", "batsched_ml.cli", "simulate", "-w", str(path), "-p", str(PLATFORM),
+                           "--classifier", "random-forest", "-o", "timezone=Mars/Olympus", "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "unknown time zone 'Mars/Olympus'" in done.stderr and "Traceback" not in done.stderr

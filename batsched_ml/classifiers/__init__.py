@@ -14,8 +14,9 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
 * ``divider_window``: ``week`` (default: median runtime of the previous week's
   completions) or ``all`` (of every completion so far);
 * ``period``: the retraining period in seconds (default 604800);
-* ``unix_start_time``, ``subtime_offset``, ``timezone``: the trace's calendar
-  when the workload file carries no ``swf`` object;
+* ``unix_start_time``, ``subtime_offset``: the trace's calendar when the workload
+  file carries no ``swf`` object; ``timezone`` (a tz name or seconds east of UTC)
+  overrides the zone of either source;
 * ``classifier_options``: a dict of classifier hyper-parameters, or directly
   ``n_estimators``, ``max_depth``, ``n_jobs``, ... (see ``models``);
 * ``small_threshold``: learned classifiers class a job small when its predicted

@@ -33,6 +33,33 @@ FEATURE_NAMES = (
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
+def parse_zone_option(value):
+    """A ``-o timezone=`` value: a tz database name (``Europe/Stockholm``, with DST) or a fixed
+    offset in seconds east of UTC (the SWF header's unit); None = the workload's own zone.
+    A bad value raises ValidationError naming both forms."""
+    from ..validation import ValidationError
+    from ..workloads.timezone import resolve_time_zone
+
+    if value is None or value == "":
+        return None
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value
+    else:
+        text = str(value).strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            if resolve_time_zone(text, None).source == "TimeZoneString":
+                return text
+            raise ValidationError(f"unknown time zone {text!r}: give a tz database name such as "
+                             "'Europe/Stockholm' or an offset in seconds east of UTC (e.g. 3600)") from None
+    if resolve_time_zone(None, seconds).source != "TimeZone" and seconds != 0:
+        raise ValidationError(f"time zone offset {value!r} out of range: seconds east of UTC, "
+                         "strictly between -86400 and 86400")
+    return float(seconds)
+
+
 class CalendarClock:
     """Simulated time -> local calendar time of the trace.
 
@@ -74,10 +101,21 @@ class CalendarClock:
 
     @classmethod
     def resolve(cls, workloads: dict | None, options: dict) -> "CalendarClock":
-        """From the SIMULATION_BEGINS workload files, else plugin options, else UTC epoch 0."""
+        """From the plugin options' ``unix_start_time``, else the SIMULATION_BEGINS workload
+        files, else UTC epoch 0. A ``timezone`` option (a tz name or seconds east of UTC)
+        overrides the zone whichever the source, so a trace's zone can be corrected without
+        restating its start time."""
+        zone = options.get("timezone")
+        clock = cls._resolve_start(workloads, options)
+        if zone is None or zone == "":
+            return clock
+        return cls(clock.unix_start_time, clock.subtime_offset, parse_zone_option(zone),
+                   source=f"{clock.source}, timezone option")
+
+    @classmethod
+    def _resolve_start(cls, workloads: dict | None, options: dict) -> "CalendarClock":
         if options.get("unix_start_time") is not None:
-            return cls(options["unix_start_time"], options.get("subtime_offset", 0),
-                       options.get("timezone", 0), source="options")
+            return cls(options["unix_start_time"], options.get("subtime_offset", 0), 0, source="options")
         for path in (workloads or {}).values():
             p = Path(str(path))
             if not p.is_file():
@@ -87,12 +125,13 @@ class CalendarClock:
 
                 swf = load_workload(p).get("swf")
             except Exception as exc:  # noqa: BLE001 - any unreadable file means "no clock here"
-                warnings.warn(f"cannot read the calendar of {p}: {exc}", stacklevel=2)
+                warnings.warn(f"cannot read the calendar of {p}: {exc}", stacklevel=3)
                 continue
             if isinstance(swf, dict) and swf.get("UnixStartTime") is not None:
                 return cls.from_swf(swf, source=str(p))
-        warnings.warn("no trace calendar (workload 'swf' object or -o unix_start_time=...): temporal "
-                      "features use UTC from epoch 0", stacklevel=2)
+        if options.get("timezone") in (None, ""):
+            warnings.warn("no trace calendar (workload 'swf' object or -o unix_start_time=...): temporal "
+                          "features use UTC from epoch 0", stacklevel=3)
         return cls(source="epoch")
 
     def local(self, t: float) -> float:

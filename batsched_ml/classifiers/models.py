@@ -30,7 +30,7 @@ import numbers
 
 import numpy as np
 
-from ..validation import ValidationError, check_number, positive, positive_int
+from ..validation import ValidationError, check_number, open_fraction, positive, positive_int
 
 
 def _max_samples(value):
@@ -54,11 +54,9 @@ def _max_features(value):
 
 
 def check_small_threshold(value) -> float:
-    """``value`` as a float strictly between 0 and 1, else a ValueError saying why."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < float(value) < 1.0:  # NaN too
-        raise ValidationError(f"small_threshold must be a number strictly between 0 and 1 (a job is small when "
-                         f"its predicted P(small) exceeds it; 0.5 = majority), got {value!r}")
-    return float(value)
+    """``value`` strictly between 0 and 1, else a ValidationError saying why."""
+    return open_fraction(value, "small_threshold",
+                         "a job is small when its predicted P(small) exceeds it; 0.5 = majority")
 
 
 def small_from_proba(proba, small_threshold: float = 0.5) -> np.ndarray:

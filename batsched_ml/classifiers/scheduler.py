@@ -25,7 +25,7 @@ from ..core.job import QUEUED, RUNNING
 from ..policies.orders import Policy
 from ..protocol import events as ev
 from ..validation import finite, positive
-from .features import FEATURE_NAMES, CalendarClock, FeatureTable
+from .features import FEATURE_NAMES, CalendarClock, FeatureTable, parse_zone_option
 
 WEEK = 604800.0
 KILLED = "COMPLETED_KILLED"
@@ -80,7 +80,7 @@ class ClassificationMixin:
 
     def __init__(self, *args, classifier=None, kill_false_small=False, seed=0, policy="fcfs",
                  classifier_name=None, period=WEEK, history="all", divider_window="week",
-                 unix_start_time=None, subtime_offset=0.0, timezone=0.0, store_classes=True, **kwargs):
+                 unix_start_time=None, subtime_offset=0.0, timezone=None, store_classes=True, **kwargs):
         from ..plugins import resolve_policy
 
         base = resolve_policy(policy) if isinstance(policy, str) else policy
@@ -101,7 +101,7 @@ class ClassificationMixin:
         self.store_classes = store_classes
         self._clock_options = {"unix_start_time": finite(unix_start_time, "unix_start_time", allow_none=True),
                                "subtime_offset": finite(subtime_offset, "subtime_offset"),
-                               "timezone": finite(timezone, "timezone", "hours from UTC")}
+                               "timezone": parse_zone_option(timezone)}
         self.clock = None
         self.table = None
         self.divider = None

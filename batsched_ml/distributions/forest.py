@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ..classifiers.features import CalendarClock, FeatureTable
+from ..classifiers.features import CalendarClock, FeatureTable, parse_zone_option
 from ..classifiers.models import leaf_of, tree_lists
 from ..classifiers.scheduler import WEEK
 from .base import RuntimeDistribution
@@ -42,7 +42,7 @@ class ForestDistribution(RuntimeDistribution):
 
     def __init__(self, n_estimators: int = 30, max_depth: int = 12, min_samples_leaf: int = 3,
                  max_samples: int = 5000, period: float = WEEK, random_state: int = 0,
-                 unix_start_time=None, subtime_offset: float = 0.0, timezone: float = 0.0,
+                 unix_start_time=None, subtime_offset: float = 0.0, timezone=None,
                  bin_factor: float = DEFAULT_FACTOR, max_runtime: float = DEFAULT_MAX_RUNTIME):
         self.n_estimators = n_estimators
         self.max_depth = max_depth
@@ -52,12 +52,12 @@ class ForestDistribution(RuntimeDistribution):
         self.random_state = random_state
         self.unix_start_time = unix_start_time
         self.subtime_offset = subtime_offset
-        self.timezone = timezone
+        self.timezone = parse_zone_option(timezone)
         super().__init__(bin_factor, max_runtime)
 
     def reset(self):
         super().reset()
-        self.table_ = FeatureTable(CalendarClock(self.unix_start_time or 0, self.subtime_offset, self.timezone))
+        self.table_ = FeatureTable(CalendarClock(self.unix_start_time or 0, self.subtime_offset, self.timezone or 0))
         self.divider_ = None
         self.week_ = 0
         self.model_ = None
