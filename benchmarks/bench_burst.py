@@ -6,7 +6,8 @@ generated (seeded): sizes uniform in 1..cores, runtimes log-uniform in
 [10 s, 10 h], walltimes 1x..5x the runtime. No shared data needed.
 
 Usage: python benchmarks/bench_burst.py --jobs 100000 --scheduler easy [--cores 64]
-       [--policy fcfs] [--reservations count|cores] [--seed 0] [--profile]
+       [--policy fcfs] [--reservations count|cores] [--backfill-order queue|sjbf]
+       [--starvation-threshold S] [--seed 0] [--prefix PREFIX] [--profile]
 """
 
 from __future__ import annotations
@@ -41,22 +42,27 @@ def main(argv=None) -> int:
     parser.add_argument("--scheduler", default="easy")
     parser.add_argument("--policy", default="fcfs")
     parser.add_argument("--reservations", default="count", choices=("count", "cores"))
+    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
+    parser.add_argument("--starvation-threshold", type=float)
     parser.add_argument("--cores", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
     args = parser.parse_args(argv)
     workload = burst_workload(args.jobs, args.cores, args.seed)
-    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations)
+    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
+                            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold)
     profiler = cProfile.Profile() if args.profile else None
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
-    result, _ = simulate(args.cores, workload, sched, prefix=f"/tmp/bench-burst-{args.scheduler}")
+    result, _ = simulate(args.cores, workload, sched, prefix=args.prefix or f"/tmp/bench-burst-{args.scheduler}")
     if profiler:
         profiler.disable()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     print(f"burst jobs={args.jobs} cores={args.cores} scheduler={args.scheduler} policy={args.policy} "
-          f"reservations={args.reservations}: wall {wall:.2f} s, {args.jobs / wall:,.0f} jobs/s, "
+          f"reservations={args.reservations} backfill={args.backfill_order} "
+          f"starvation={args.starvation_threshold}: wall {wall:.2f} s (cpu {cpu:.2f} s), {args.jobs / wall:,.0f} jobs/s, "
           f"decision core {result.scheduling_time:.2f} s")
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)

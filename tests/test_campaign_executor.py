@@ -87,3 +87,30 @@ def _frozen_count(_):
     import gc
 
     return gc.get_freeze_count()
+
+
+def _sleep_for(seconds):
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def test_interrupted_local_cluster_stops_at_once_and_workers_ignore_ctrl_c():
+    """Ctrl-C while workers are busy: the embedded cluster is gone within a second or two (Dask
+    alone waits for busy workers, then kills them), and the workers were started with SIGINT
+    ignored, so a terminal's Ctrl-C (sent to the whole process group) reaches the client only."""
+    import signal
+    import time
+
+    with executor.dask_client(workers=2) as client:
+        handlers = client.run(lambda: int(signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
+        assert set(handlers.values()) == {1}, handlers
+    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the client's own handler is back
+
+    started = None
+    with pytest.raises(KeyboardInterrupt):
+        for _, result in iter_tasks(_sleep_for, [0, 60, 60], workers=2, progress=False):
+            started = time.monotonic()
+            raise KeyboardInterrupt
+    assert started is not None and time.monotonic() - started < 3.0

@@ -327,6 +327,31 @@ def test_bad_number_names_file_line_and_column(tmp_path):
         read_jobs_csv(path)
 
 
+def test_chunked_reading_equals_one_chunk_and_keeps_line_numbers(tmp_path, monkeypatch):
+    """The reader parses a few rows at a time (memory): any chunk size gives the same table, and
+    errors still name the file's own line and row, whichever chunk they fall in."""
+    from batsched_ml.analysis import metrics
+
+    rows = [row(str(i), float(i), res=1 + i % 3, start=(None if i % 5 == 4 else i + 1.0), run=2.0 + i)
+            for i in range(23)]
+    path = write_jobs(tmp_path / "many_jobs.csv", rows)
+    whole = read_jobs_csv(path)
+    monkeypatch.setattr(metrics, "_CHUNK_ROWS", 4)
+    chunked = read_jobs_csv(path)
+    for name in metrics.JOBS_COLUMNS:
+        a, b = getattr(whole, name), getattr(chunked, name)
+        assert a.dtype == b.dtype and len(a) == 23
+        assert np.array_equal(a, b, equal_nan=a.dtype != object), name
+    bad = list(rows)
+    bad[13] = bad[13].replace(",1,COMPLETED", ",yes,COMPLETED")
+    with pytest.raises(ValueError, match=r"line 15, column 'success': cannot parse 'yes'"):
+        read_jobs_csv(write_jobs(tmp_path / "bad_jobs.csv", bad))
+    ragged = list(rows)
+    ragged[9] += ",extra"
+    with pytest.raises(ValueError, match=r"row 11 has 18 fields"):
+        read_jobs_csv(write_jobs(tmp_path / "ragged_jobs.csv", ragged))
+
+
 def test_format_metrics_is_aligned(tmp_path):
     path = write_jobs(tmp_path / "f_jobs.csv", [row("1", 0.0, start=15.0, run=5.0)])
     m = compute_metrics(path)

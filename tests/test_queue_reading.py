@@ -3,8 +3,10 @@
 import random
 
 from batsched_ml.core.job import Job
+from batsched_ml.core.minindex import MinIndex
 from batsched_ml.core.queue import JobQueue
 from batsched_ml.plugins import resolve_policy
+from batsched_ml.policies.orders import SJBF
 from batsched_ml.scheduling.profile import CoreProfile, CountProfile
 
 
@@ -32,6 +34,19 @@ def test_lazy_reading_matches_the_order_while_jobs_leave():
             if rng.random() < 0.3:
                 queue.remove(job)  # started during the pass
         assert read == expected
+
+
+def test_reading_some_sizes_keeps_the_queue_order_of_those_sizes_while_jobs_leave():
+    rng = random.Random(6)
+    queue, _ = _queue("saf", rng)
+    wanted = [1, 3, 4]
+    expected = [j for j in queue.ordered(0.0) if j.res in wanted]
+    read = []
+    for job in queue.iter_ordered(0.0, sizes=wanted):
+        read.append(job)
+        if rng.random() < 0.5:
+            queue.remove(job)
+    assert read == expected
 
 
 def test_reading_some_sizes_keeps_the_queue_order_of_those_sizes():
@@ -63,10 +78,109 @@ def test_horizon_bounds_every_fit_now():
                 job = _job(seq, rng.randint(1, 8), 0.0)
                 profile.add_first_fit(job, float(rng.randint(1, 40)))
             horizon = profile.horizons()
+            steps = profile.horizon_steps()
+            for n in range(1, profile.available_now() + 1):  # the staircase is the same function
+                assert horizon(n) == next(t for hi, t in steps if n <= hi)
+            assert not steps or steps[-1][0] == profile.available_now()
             for n in range(1, 17):
                 for duration in (0.5, 1.0, 5.0, 10.0, 20.0, 39.0, 80.0):
                     fits = profile.fits_now(_job(99, n, duration), duration) is not None
                     if fits:
                         assert profile.origin + duration <= horizon(n)
-                    elif model is CountProfile:
-                        assert profile.origin + duration > horizon(n)  # exact for counts
+                    elif n <= profile.available_now():
+                        assert profile.origin + duration > horizon(n)  # exact in both models
+
+
+def test_min_index_finds_what_a_scan_finds():
+    """Random adds, removes and queries against a sorted dict read from the start."""
+    rng = random.Random(7)
+    for n in (3, 40, 400, 2500):
+        index, ref = MinIndex(), {}
+        for step in range(n):
+            if ref and rng.random() < 0.4:
+                key = rng.choice(list(ref))
+                index.remove(key)
+                del ref[key]
+            else:
+                key = (rng.randint(0, 5 * n), step)
+                value = rng.choice([rng.uniform(0, 100), float(rng.randint(0, 4)), float("inf")])
+                index.add(key, value, ("job", key))
+                ref[key] = value
+            if rng.random() < 0.3:
+                keys = sorted(ref)
+                limit = rng.choice([rng.uniform(0, 100), 2.0, -1.0, float("inf")])
+                after = rng.choice([None, rng.choice(keys) if keys else None, (rng.randint(0, 5 * n), -1)])
+                expected = next(((k, ref[k], ("job", k)) for k in keys
+                                 if (after is None or k > after) and ref[k] <= limit), None)
+                assert index.first(limit, after) == expected
+                assert [k for k, _, _ in index] == keys
+                assert index.min_value() == min(ref.values(), default=float("inf"))
+        assert len(index) == len(ref)
+
+
+def _first_fitting_by_reading(queue, order, now, max_res, limits, exclude, rejected):
+    jobs = queue.ordered(now) if order == "queue" else sorted(
+        queue.ordered(now), key=lambda j: ((j.estimate, j.submission_time, j.id), j.seq))
+    for job in jobs:
+        if job.res <= max_res and job is not exclude and job not in rejected and job.estimate <= limits[job.res]:
+            return job
+    return None
+
+
+def test_fit_search_finds_the_first_fitting_job_of_the_pass_order():
+    """A pass: limits per size only shrink, found jobs are started (removed) or rejected;
+    the search must return what reading the queue in the pass's order returns, for static
+    orders, SJBF, and starving jobs first (arrival order)."""
+    rng = random.Random(8)
+    for trial in range(60):
+        policy = rng.choice(["fcfs", "spf", "saf"])
+        threshold = rng.choice([None, 30.0])
+        order = rng.choice(["queue", "sjbf"])
+        queue = JobQueue(resolve_policy(policy), threshold, backfill_policy=SJBF())
+        jobs = [_job(i, rng.randint(1, 8), float(rng.randint(1, 60)), subtime=float(rng.randint(0, 10) * i))
+                for i in range(rng.randint(1, 120))]
+        jobs.sort(key=lambda j: j.submission_time)
+        for job in jobs:
+            queue.add(job, job.submission_time)
+        now = jobs[-1].submission_time + rng.choice([0.0, 50.0, 500.0])
+        exclude = queue.first(now)
+        search = queue.fit_search(now, order)
+        limits = {res: float(rng.randint(0, 70)) for res in range(1, 9)}
+        max_res, rejected = 8, set()
+        while True:
+            expected = _first_fitting_by_reading(queue, order, now, max_res, limits, exclude, rejected)
+            steps = [(res, limits[res]) for res in range(1, max_res + 1)]
+            got = search.next(max_res, steps, exclude)
+            while got in rejected:  # rejected in another stream (starving jobs): rejected again
+                search.reject(got)
+                got = search.next(max_res, steps, exclude)
+            assert got is expected
+            if got is None:
+                break
+            if rng.random() < 0.2:
+                search.reject(got)
+                rejected.add(got)
+            else:
+                queue.remove(got)
+            for res in limits:  # starting a job only shrinks what fits
+                limits[res] = min(limits[res], limits[res] - rng.choice([0, 0, 5]))
+            max_res = max(1, max_res - rng.choice([0, 1]))
+
+
+def test_dynamic_orders_sorted_once_per_instant_stay_exact():
+    """WFP3 / UNICEF: the head and the order at each instant, as jobs come and go."""
+    rng = random.Random(9)
+    for policy in ("wfp3", "unicef"):
+        queue, jobs, now = JobQueue(resolve_policy(policy)), [], 0.0
+        key = queue.policy.key
+        for step in range(300):
+            now += rng.choice([0.0, 0.0, 7.0, 60.0])
+            if jobs and rng.random() < 0.4:
+                queue.remove(jobs.pop(rng.randrange(len(jobs))))
+            else:
+                job = _job(step, rng.randint(1, 8), float(rng.randint(1, 500)), subtime=now)
+                queue.add(job, now)
+                jobs.append(job)
+            expected = sorted(jobs, key=lambda j: (key(j, now), j.seq))
+            assert queue.ordered(now) == expected
+            assert queue.first(now) is (expected[0] if expected else None)

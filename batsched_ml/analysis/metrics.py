@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import itertools
 import gzip
 import os
 from contextlib import contextmanager
@@ -109,8 +110,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _to_numbers(path: PathLike, name: str, values: Sequence[str], dtype) -> np.ndarray:
-    """Convert a text column in one numpy call; on failure, name file, column, line and value."""
+def _to_numbers(path: PathLike, name: str, values: Sequence[str], dtype, first_line: int = 2) -> np.ndarray:
+    """Convert a text column in one numpy call; on failure, name file, column, line and value
+    (``first_line``: the file line of ``values[0]``)."""
     try:
         if name in _MAYBE_EMPTY and "" in values:
             values = [v or "nan" for v in values]
@@ -121,9 +123,13 @@ def _to_numbers(path: PathLike, name: str, values: Sequence[str], dtype) -> np.n
             try:
                 convert(v)
             except (ValueError, OverflowError):
-                raise ValueError(f"{path}: line {i + 2}, column {name!r}: "
+                raise ValueError(f"{path}: line {i + first_line}, column {name!r}: "
                                  f"cannot parse {v!r} as a number") from None
         raise
+
+
+_CHUNK_ROWS = 32768  # rows parsed at a time: text rows of a 200k-job file would take ~400 MB at once
+_REPEATED = ("workload_name", "profile", "final_state", "metadata")  # few distinct values: stored once
 
 
 def read_jobs_csv(path: PathLike) -> JobsTable:
@@ -131,7 +137,8 @@ def read_jobs_csv(path: PathLike) -> JobsTable:
 
     Raises ``ValueError`` naming the file for a missing column, a ragged row or an
     unparsable number (with its line), so a broken writer is caught at the first read
-    (for the deferred columns of :class:`JobsTable`, at their first access).
+    (for the deferred columns of :class:`JobsTable`, at their first access). Parsed in
+    chunks, numbers converted per chunk, so the text of the whole file is never held at once.
     """
     with _gc_paused():
         with _open_text(path) as f:
@@ -142,25 +149,39 @@ def read_jobs_csv(path: PathLike) -> JobsTable:
             missing = [c for c in JOBS_COLUMNS if c not in header]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-            rows = [r for r in reader if r]
-        if set(map(len, rows)) - {len(header)}:
-            bad = next(i for i, r in enumerate(rows) if len(r) != len(header))
-            raise ValueError(f"{path}: row {bad + 2} has {len(rows[bad])} fields, "
-                             f"header has {len(header)}")
-        raw = list(zip(*rows)) if rows else [()] * len(header)
-        del rows
-        pos = {name: i for i, name in enumerate(header)}
-        cols: dict = {"deferred": {}}
+            pos = {name: i for i, name in enumerate(header)}
+            texts: dict = {name: [] for name in JOBS_COLUMNS
+                           if name in _STR_COLUMNS or name in _DEFERRED_COLUMNS}
+            numbers: dict = {name: [] for name in JOBS_COLUMNS if name not in texts}
+            seen = {name: {} for name in _REPEATED}
+            done = 0  # rows parsed so far
+            while True:
+                rows = [r for r in itertools.islice(reader, _CHUNK_ROWS) if r]
+                if not rows:
+                    break
+                if set(map(len, rows)) - {len(header)}:
+                    bad = next(i for i, r in enumerate(rows) if len(r) != len(header))
+                    raise ValueError(f"{path}: row {done + bad + 2} has {len(rows[bad])} fields, "
+                                     f"header has {len(header)}")
+                raw = list(zip(*rows))
+                for name, chunks in numbers.items():
+                    dtype = np.int64 if name in _INT_COLUMNS else np.float64
+                    chunks.append(_to_numbers(path, name, raw[pos[name]], dtype, first_line=done + 2))
+                for name, column in texts.items():
+                    values = raw[pos[name]]
+                    if name in seen:
+                        values = [seen[name].setdefault(v, v) for v in values]
+                    column.extend(values)
+                done += len(rows)
+                del rows, raw
+        cols: dict = {"deferred": {name: texts.pop(name) for name in _DEFERRED_COLUMNS}}
         for name in JOBS_COLUMNS:
-            values = raw[pos[name]]
-            if name in _DEFERRED_COLUMNS:
-                cols["deferred"][name] = values
-            elif name in _STR_COLUMNS:
-                cols[name] = np.array(values, dtype=object)
-            else:
+            if name in texts:
+                cols[name] = np.array(texts.pop(name), dtype=object)
+            elif name in numbers:
+                chunks = numbers.pop(name)
                 dtype = np.int64 if name in _INT_COLUMNS else np.float64
-                cols[name] = _to_numbers(path, name, values, dtype)
-        del raw
+                cols[name] = np.concatenate(chunks) if chunks else np.array([], dtype=dtype)
     return JobsTable(path=str(path), **cols)
 
 

@@ -101,7 +101,7 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
         return
     import dask
 
-    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+    with dask.config.set(LOCAL_CLUSTER_CONFIG), _workers_ignore_ctrl_c():
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR,
                                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no dashboard
@@ -113,8 +113,45 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
     try:
         with client:
             yield client
+    except BaseException:  # Ctrl-C, SIGTERM, a consumer that stopped early: tasks were cancelled
+        _stop_workers_now(cluster)
+        raise
     finally:
         cluster.close()
+
+
+def _stop_workers_now(cluster) -> None:
+    """Kill the embedded workers' processes: a worker busy in a task would otherwise hold the
+    cluster's close for seconds (Dask waits for it, then kills it anyway), and its results are no
+    longer wanted."""
+    import signal
+
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(nanny, "process", None), "pid", None)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+@contextmanager
+def _workers_ignore_ctrl_c():
+    """Start the embedded workers with SIGINT ignored (they inherit it, and Python then installs
+    no KeyboardInterrupt handler): a Ctrl-C in the terminal reaches the whole process group, and
+    only the client should act on it -- cancel, close the cluster, keep what finished -- instead
+    of every worker dying with a traceback while the client waits for them."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals are not ours to change
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _progress(total: int, enabled: bool, desc: str):

@@ -32,7 +32,8 @@ class QueueScheduler(Scheduler):
         if options:
             # a misspelt -o KEY=VALUE must not be silently ignored
             raise ValueError(f"scheduler {self.name!r} has no option(s) {', '.join(sorted(options))}")
-        self.queue = JobQueue(self.policy, self.starvation_threshold)
+        self.queue = JobQueue(self.policy, self.starvation_threshold,
+                              backfill_policy=SJBF() if backfill_order == "sjbf" else None)
         self.nb_cores = 0
         self._released: list = []
         self._ended: list = []

@@ -5,6 +5,14 @@ time it fits; any other job may start now if it fits in the profile for its
 whole estimated duration, i.e. without delaying that reservation. When nothing
 ended since the previous pass only the new arrivals can possibly start, so
 only they are tried (as batsched does); otherwise the whole queue is traversed.
+
+Traversing the queue is a search, not a scan: starting a job only takes cores
+away, so a job that does not fit cannot fit later in the pass, and a job of
+``n`` cores fits now exactly when its planned end is by the profile's horizon
+for ``n`` cores (``Profile.horizons``). The pass therefore asks the queue's
+per-size indexes for "the first job, in the pass's order, that ends by the
+horizon of its size" (``JobQueue.fit_search``), starts it, and asks again:
+O(sizes x log n) per job started instead of reading the queue.
 """
 
 from __future__ import annotations
@@ -82,7 +90,7 @@ class EasyBackfilling(ProfileScheduler):
         if not full_pass:
             self._backfill(ctx, [j for j in self._released if j in self.queue and j is not self.priority])
         else:
-            self._backfill(ctx, self.queue.iter_ordered(now, sizes=self._sizes_that_may_fit()))
+            self._backfill_queue(ctx)
             self._ensure_priority(ctx)
         self.end_pass(ctx)
 
@@ -116,6 +124,32 @@ class EasyBackfilling(ProfileScheduler):
             self.start(ctx, job, placement)
             available -= res
             smallest = self.queue.smallest_request()
+
+    def _backfill_queue(self, ctx: Context) -> None:
+        """A full pass: start, in the pass's order, every queued job that fits now without
+        delaying the priority job."""
+        search = self.queue.fit_search(ctx.now, self.backfill_order)
+        if search is None:  # an order that changes with time: read the whole queue
+            self._backfill(ctx, self.queue.iter_ordered(ctx.now))
+            return
+        profile, queue, priority, delay = self.profile, self.queue, self.priority, self.rjms_delay
+        while True:
+            available = profile.available_now()
+            if available <= 0 or available < queue.smallest_request():
+                return
+            # the longest estimate that may fit, by size (a hair generous: ``fits_now`` decides)
+            origin = profile.origin
+            limits = [(n, end - origin - delay + 1e-12 * (end + abs(origin) + delay) + 1e-9)
+                      for n, end in profile.horizon_steps()]
+            job = search.next(available, limits, exclude=priority)
+            if job is None:
+                return
+            span = self.span(job)
+            used = profile.fits_now(job, span)
+            if used is None:  # only a job within the hair of its limit
+                search.reject(job)
+                continue
+            self.start(ctx, job, profile.place(job, ctx.now, ctx.now + span, used))
 
     def _sizes_that_may_fit(self) -> list:
         """The requested sizes whose shortest queued job (the priority job aside) may start

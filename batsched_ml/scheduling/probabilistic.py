@@ -117,6 +117,10 @@ class ProbabilisticBackfilling(EasyBackfilling):
             self._dirty = True  # re-conditioning changes risks as time passes: traverse the queue
         super().schedule(ctx)
 
+    def _backfill_queue(self, ctx: Context) -> None:
+        """The condition is a risk, not EASY's fit: the queue is read in order."""
+        self._backfill(ctx, self.queue.iter_ordered(ctx.now, sizes=self._sizes_that_may_fit()))
+
     def _upper(self, job) -> float:
         """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
         return job.walltime + self.rjms_delay

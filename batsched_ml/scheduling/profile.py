@@ -154,13 +154,11 @@ class _Profile:
 
     def horizons(self):
         """A function ``n -> t``: until when at least ``n`` cores are counted free from now
-        on (``origin`` if not now; inf if ever after). No job of ``n`` cores whose planned
-        end is later fits now (``_find`` checks the slices that begin before the end)."""
-        count, times = self._count, self.times
-        least, bounds = count(self.free[0]), []  # bounds[k]: -(fewest free up to slice k)
-        for free in self.free:
-            least = min(least, count(free))
-            bounds.append(-least)
+        on (``origin`` if not now; inf if ever after). A job of ``n`` cores, ``n`` at most
+        ``available_now()``, fits now exactly when its planned end is not later (``_find``
+        checks the slices that begin before the end)."""
+        times = self.times
+        bounds = [-n for n in self._free_throughout()]  # -(cores free from now to slice k)
         def horizon(n: int) -> float:
             k = bisect_right(bounds, -n)  # first slice with fewer than n free so far
             if k == 0:
@@ -168,9 +166,28 @@ class _Profile:
             return times[k] if k < len(times) else INF
         return horizon
 
+    def horizon_steps(self) -> list:
+        """``horizons`` as a staircase ``[(n, t), ...]``, ``n`` increasing: for sizes above the
+        previous step's ``n`` and up to this one, the horizon is ``t``."""
+        counts, times = self._free_throughout(), self.times
+        last = len(counts) - 1
+        steps = [(counts[last], INF)] if counts[last] > 0 else []
+        for k in range(last, 0, -1):
+            if counts[k - 1] > counts[k]:
+                steps.append((counts[k - 1], times[k]))
+        return steps
+
 
 class CoreProfile(_Profile):
     """Specific cores (bitmasks): batsched's availability profile."""
+
+    def _free_throughout(self) -> list:
+        """For each slice k, how many cores are free in every slice from now to k."""
+        common, out = self.free[0], []
+        for free in self.free:
+            common &= free
+            out.append(common.bit_count())
+        return out
 
     def _full(self):
         return (1 << self.nb_cores) - 1
@@ -248,6 +265,15 @@ class CoreProfile(_Profile):
 
 class CountProfile(_Profile):
     """Core counts only: the classic model of the EASY papers."""
+
+    def _free_throughout(self) -> list:
+        """For each slice k, how many cores are free in every slice from now to k."""
+        least, out = self.free[0], []
+        for free in self.free:
+            if free < least:
+                least = free
+            out.append(least)
+        return out
 
     def _full(self):
         return self.nb_cores

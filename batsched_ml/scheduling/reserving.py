@@ -111,7 +111,14 @@ class ProfileScheduler(QueueScheduler):
 
     # ------------------------------------------------------------ wake-ups
     def _track_running(self, job, placement: Placement) -> None:
-        heapq.heappush(self._running_ends, (placement.end, job.seq, job, placement))
+        ends = self._running_ends
+        heapq.heappush(ends, (placement.end, job.seq, job, placement))
+        if len(ends) > 2 * len(self.profile.placed) + 64:
+            # only ``_next_running_end`` pops finished jobs' entries, and EASY never calls it:
+            # without this the heap would keep every job (and its placement) of the run
+            placed = self.profile.placed
+            ends[:] = [e for e in ends if e[2].state == RUNNING and placed.get(e[2]) is e[3]]
+            heapq.heapify(ends)
 
     def _next_running_end(self) -> float:
         """The earliest planned end of a running job (inf when none runs)."""

@@ -1,0 +1,102 @@
+"""Time a long queue on a big machine: thousands of jobs waiting on thousands of cores.
+
+Data: none (the workload is generated, seeded): ``--jobs`` jobs on ``--cores``
+cores (8,192 by default) arriving as a Poisson process at ``--load`` times the
+machine's capacity (1.3: the queue grows for the whole run), sizes log-uniform
+1..cores/8 (rounded to a power of two half the time), runtimes log-uniform
+1 min..1 day, walltimes 1x..5x the runtime. Reports the wall and CPU time,
+seconds per 1,000 jobs and the longest queue seen.
+
+Usage: python benchmarks/bench_long_queue.py [--jobs 20000] [--cores 8192] [--load 1.3]
+       [--scheduler easy] [--policy fcfs] [--reservations count|cores] [--backfill-order queue|sjbf]
+       [--predictor ave2 --correction incremental] [--seed 0] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import math
+import pstats
+import random
+import sys
+import time
+
+from batsched_ml.runner import build_scheduler, simulate
+
+
+def long_queue_workload(nb_jobs: int, cores: int, load: float, seed: int) -> dict:
+    """A Batsim workload whose offered load is ``load`` times the machine's capacity."""
+    rng = random.Random(seed)
+    specs = []
+    for _ in range(nb_jobs):
+        res = max(1, min(cores, int(round(math.exp(rng.uniform(0, math.log(cores / 8)))))))
+        if rng.random() < 0.5:
+            res = 1 << (res.bit_length() - 1)
+        runtime = round(60 * 1440 ** rng.random(), 1)  # 1 min .. 1 day, log-uniform
+        specs.append((res, runtime, round(runtime * rng.uniform(1.0, 5.0), 1)))
+    mean_area = sum(res * runtime for res, runtime, _ in specs) / nb_jobs
+    rate = load * cores / mean_area  # arrivals per second
+    jobs, profiles, t = [], {}, 0.0
+    for i, (res, runtime, walltime) in enumerate(specs):
+        t += rng.expovariate(rate)
+        name = f"d{runtime}"
+        profiles[name] = {"type": "delay", "delay": runtime}
+        jobs.append({"id": i, "subtime": round(t, 3), "res": res, "walltime": walltime, "profile": name})
+    return {"nb_res": cores, "jobs": jobs, "profiles": profiles}
+
+
+def longest_queue(jobs) -> int:
+    """The most jobs waiting at once (submitted, not yet started)."""
+    events = []
+    for job in jobs:
+        events.append((job.submission_time, 1))
+        if job.start_time >= 0:
+            events.append((job.start_time, -1))
+    events.sort(key=lambda e: (e[0], e[1]))  # starts before submissions at the same instant
+    depth = most = 0
+    for _, step in events:
+        depth += step
+        most = max(most, depth)
+    return most
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--cores", type=int, default=8192)
+    parser.add_argument("--load", type=float, default=1.3)
+    parser.add_argument("--scheduler", default="easy")
+    parser.add_argument("--policy", default="fcfs")
+    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
+    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
+    parser.add_argument("--predictor")
+    parser.add_argument("--correction")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
+    parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
+    args = parser.parse_args(argv)
+    workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
+    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
+                            backfill_order=args.backfill_order, predictor=args.predictor,
+                            correction=args.correction)
+    profiler = cProfile.Profile() if args.profile else None
+    t0, c0 = time.perf_counter(), time.process_time()
+    if profiler:
+        profiler.enable()
+    result, core = simulate(args.cores, workload, sched, prefix=args.prefix or f"/tmp/bench-long-queue-{args.scheduler}")
+    if profiler:
+        profiler.disable()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    config = " ".join(f"{k}={v}" for k, v in vars(args).items()
+                      if k not in ("profile",) and v is not None)
+    print(f"long queue {config}: wall {wall:.2f} s (cpu {cpu:.2f} s), {1000 * cpu / args.jobs:.3f} cpu s "
+          f"per 1,000 jobs, longest queue {longest_queue(core.jobs.values()):,} jobs, "
+          f"decision core {result.scheduling_time:.2f} s")
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Memory per job: peak resident memory (RSS) of one simulation divided by its jobs.
+
+Data: a Batsim workload and platform, e.g. `batsched-ml convert
+../shared/traces/SDSC-BLUE-2000-4.2-cln.swf.gz -w blue.json -p blue.xml` (or any
+`simulate` inputs). Each figure comes from this process alone (run one
+configuration per process): RSS of the interpreter, after building the scheduler
+(the modules it imports: a fixed cost), after loading the workload (the parsed
+JSON), and the peak of the whole run (``resource.getrusage``); ``kb_per_job`` is
+(peak - after building) / jobs: what the jobs cost. ``--tracemalloc`` also lists the allocation sites that
+hold the most memory at the end of the run (slower: about 2x).
+
+Usage: python benchmarks/bench_memory.py -w WORKLOAD.json -p PLATFORM.xml [--scheduler easy]
+       [--policy fcfs] [--reservations count|cores] [--backfill-order queue|sjbf]
+       [--predictor ave2] [--correction incremental] [--tracemalloc] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import sys
+import time
+import tracemalloc
+
+from batsched_ml.runner import build_scheduler, load_inputs, simulate
+
+
+def rss_mb() -> float:
+    """Current resident set size (Linux /proc), in MB."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * resource.getpagesize() / 2**20
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-w", "--workload", required=True)
+    parser.add_argument("-p", "--platform", required=True)
+    parser.add_argument("--scheduler", default="easy")
+    parser.add_argument("--policy", default="fcfs")
+    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
+    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
+    parser.add_argument("--predictor")
+    parser.add_argument("--correction")
+    parser.add_argument("--prefix", default="/tmp/bench-memory", help="output prefix of the run")
+    parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    base = rss_mb()
+    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
+                            backfill_order=args.backfill_order, predictor=args.predictor,
+                            correction=args.correction)
+    ready = rss_mb()  # interpreter + the modules the configuration imports (numpy, scikit-learn...)
+    if args.tracemalloc:
+        tracemalloc.start(4)
+    nb_hosts, names, loaded = load_inputs(args.platform, args.workload)
+    nb_jobs = sum(len(w["jobs"]) for _, w in loaded)
+    gc.collect()
+    after_load = rss_mb()
+    t0, c0 = time.perf_counter(), time.process_time()
+    result, core = simulate(args.platform, [w for _, w in loaded], sched, prefix=args.prefix)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    peak = peak_rss_mb()
+    out = {"jobs": nb_jobs, "cores": nb_hosts, "rss_base_mb": round(base, 1), "rss_ready_mb": round(ready, 1),
+           "rss_after_load_mb": round(after_load, 1), "peak_rss_mb": round(peak, 1),
+           "peak_kb_per_job": round(peak * 1024 / nb_jobs, 2),
+           "kb_per_job": round((peak - ready) * 1024 / nb_jobs, 2),
+           "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+           "s_per_1000_jobs_cpu": round(1000 * cpu / nb_jobs, 3)}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        config = " ".join(f"{k}={v}" for k, v in vars(args).items()
+                          if k in ("scheduler", "policy", "reservations", "backfill_order", "predictor",
+                                   "correction") and v is not None)
+        print(f"{args.workload}: {config}")
+        print("  " + ", ".join(f"{k} {v}" for k, v in out.items()))
+    if args.tracemalloc:
+        snapshot = tracemalloc.take_snapshot()
+        current, traced_peak = tracemalloc.get_traced_memory()
+        print(f"tracemalloc: current {current / 2**20:.1f} MB, peak {traced_peak / 2**20:.1f} MB; top sites now:")
+        for stat in snapshot.statistics("lineno")[:20]:
+            print(f"  {stat.size / 2**20:8.1f} MB {stat.count:>9,} blocks  {stat.traceback[0]}")
+    del result, core
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
