@@ -17,7 +17,7 @@ estimated duration; ``started_now`` tells whether that is the present.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import count
 
 from ..protocol.coreset import lowest_bits
@@ -227,6 +227,41 @@ class CoreProfile(_Profile):
                 return i, lowest_bits(avail, n)
         return None
 
+    def reinsertion(self, job, duration: float):
+        """None when removing ``job`` (a future reservation for ``duration``) and calling
+        ``add_first_fit`` would give back the same start and cores, else ``(start, cores)``
+        it would get, without touching the profile: in the slices of its reservation, the
+        job's own cores count as free. A job that cannot start earlier may still take
+        lower-numbered cores freed since it was placed."""
+        placed = self.placed[job]
+        start, own = placed.start, placed.used
+        if start <= self.origin or placed.end != start + duration:
+            raise ValueError("reinsertion needs a future reservation of the same duration")
+        times, free, n = self.times, self.free, job.res
+        stop = bisect_left(times, start)  # slices that begin before the reservation
+        last = len(times)
+        for i in range(stop):
+            avail = free[i]
+            if avail.bit_count() < n:
+                continue
+            end = (self.origin if i == 0 else times[i]) + duration
+            k = i + 1
+            while k < last and times[k] < end:
+                avail &= free[k] if k < stop else free[k] | own
+                if avail.bit_count() < n:
+                    break
+                k += 1
+            else:
+                return (self.origin if i == 0 else times[i]), lowest_bits(avail, n)
+        k = bisect_right(times, start) - 1  # the slice where the reservation begins
+        avail = free[k] | own
+        k += 1
+        while k < last and times[k] < placed.end:
+            avail &= free[k] | own
+            k += 1
+        used = lowest_bits(avail, n)
+        return None if used == own else (start, used)
+
 
 class CountProfile(_Profile):
     """Core counts only: the classic model of the EASY papers."""
@@ -260,20 +295,61 @@ class CountProfile(_Profile):
             free[k] += used
 
     def _find(self, n: int, duration: float, first_only: bool = False):
+        i, _ = self._first_window(n, duration, 1 if first_only else len(self.times), len(self.times))
+        return None if i is None else (i, n)
+
+    def _first_window(self, n: int, duration: float, stop: int, limit: int, first: int = 0):
+        """``(i, longest)``: the first slice ``first <= i < stop`` from which ``n`` cores are
+        free for ``duration`` (None if none), checking only the slices before ``limit``
+        (those from ``limit`` on are known to fit); ``longest``: the longest time ``n`` cores
+        stay free from a start tried before ``i`` (every one shorter than ``duration``).
+        A window that meets a slice with fewer than ``n`` free fails for every start up to
+        that slice too, so the search resumes after it: each slice is read about once."""
         times, free = self.times, self.free
-        last = len(times)
-        for i in range(1 if first_only else last):
-            if free[i] < n:
-                continue
-            end = (self.origin if i == 0 else times[i]) + duration
+        longest, i = 0.0, first
+        while i < stop:
+            for i in range(i, stop):  # skip the slices with too few free cores
+                if free[i] >= n:
+                    break
+            else:
+                break
+            start = self.origin if i == 0 else times[i]
+            end = start + duration
             k = i + 1
-            while k < last and times[k] < end:
+            while k < limit and times[k] < end:
                 if free[k] < n:
                     break
                 k += 1
             else:
-                return i, n
-        return None
+                return i, longest
+            if times[k] - start > longest:
+                longest = times[k] - start
+            i = k + 1
+        return None, longest
+
+    def most_free(self, start: float, end: float) -> int:
+        """The most cores free at any moment in ``[start, end)``."""
+        times = self.times
+        i = max(bisect_right(times, start) - 1, 0)
+        return max(self.free[i:max(bisect_left(times, end), i + 1)])
+
+    def earlier_fit(self, job, duration: float, not_before: float = -INF):
+        """``(start, longest)``: where ``job``, placed in the future for ``duration``, would
+        start if re-placed at its earliest fit: a slice start before its reservation (same
+        cores, same duration), or None when its reservation is already its earliest fit;
+        ``longest`` as in ``_first_window``. Equals removing the job and calling
+        ``add_first_fit``, without touching the profile: a window that starts before the
+        reservation ends within it, where the job's own cores are free.
+        ``not_before``: the caller knows that no window starting earlier fits."""
+        placed = self.placed[job]
+        start = placed.start
+        if start <= self.origin or placed.end != start + duration:
+            raise ValueError("earlier_fit needs a future reservation of the same duration")
+        times = self.times
+        stop = bisect_left(times, start)  # slices that begin before the reservation
+        first = bisect_left(times, not_before) if not_before > self.origin else 0
+        i, longest = self._first_window(job.res, duration, stop, stop, first)
+        return (None if i is None else (self.origin if i == 0 else times[i])), longest
 
 
 PROFILES = {"cores": CoreProfile, "count": CountProfile}
