@@ -13,13 +13,11 @@ Usage: python benchmarks/bench_burst.py --jobs 100000 --scheduler easy [--cores 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 import random
 import sys
-import time
 
-from batsched_ml.runner import build_scheduler, simulate
+from batsched_ml.runner import simulate
+from benchsched import add_scheduler_arguments, scheduler_from, timed
 
 
 def burst_workload(nb_jobs: int, cores: int, seed: int) -> dict:
@@ -39,33 +37,21 @@ def burst_workload(nb_jobs: int, cores: int, seed: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("--scheduler", default="easy")
-    parser.add_argument("--policy", default="fcfs")
-    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
-    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
-    parser.add_argument("--starvation-threshold", type=float)
+    add_scheduler_arguments(parser)
     parser.add_argument("--cores", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
     args = parser.parse_args(argv)
     workload = burst_workload(args.jobs, args.cores, args.seed)
-    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
-                            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold)
-    profiler = cProfile.Profile() if args.profile else None
-    t0, c0 = time.perf_counter(), time.process_time()
-    if profiler:
-        profiler.enable()
-    result, _ = simulate(args.cores, workload, sched, prefix=args.prefix or f"/tmp/bench-burst-{args.scheduler}")
-    if profiler:
-        profiler.disable()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    sched = scheduler_from(args)
+    (result, _), wall, cpu = timed(lambda: simulate(args.cores, workload, sched,
+                                                    prefix=args.prefix or f"/tmp/bench-burst-{args.scheduler}"),
+                                   args.profile)
     print(f"burst jobs={args.jobs} cores={args.cores} scheduler={args.scheduler} policy={args.policy} "
           f"reservations={args.reservations} backfill={args.backfill_order} "
           f"starvation={args.starvation_threshold}: wall {wall:.2f} s (cpu {cpu:.2f} s), {args.jobs / wall:,.0f} jobs/s, "
           f"decision core {result.scheduling_time:.2f} s")
-    if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
     return 0
 
 

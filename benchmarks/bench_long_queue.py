@@ -15,14 +15,12 @@ Usage: python benchmarks/bench_long_queue.py [--jobs 20000] [--cores 8192] [--lo
 from __future__ import annotations
 
 import argparse
-import cProfile
 import math
-import pstats
 import random
 import sys
-import time
 
-from batsched_ml.runner import build_scheduler, simulate
+from batsched_ml.runner import simulate
+from benchsched import add_scheduler_arguments, scheduler_from, timed
 
 
 def long_queue_workload(nb_jobs: int, cores: int, load: float, seed: int) -> dict:
@@ -66,35 +64,20 @@ def main(argv=None) -> int:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--cores", type=int, default=8192)
     parser.add_argument("--load", type=float, default=1.3)
-    parser.add_argument("--scheduler", default="easy")
-    parser.add_argument("--policy", default="fcfs")
-    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
-    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
-    parser.add_argument("--predictor")
-    parser.add_argument("--correction")
+    add_scheduler_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
     args = parser.parse_args(argv)
     workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
-    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
-                            backfill_order=args.backfill_order, predictor=args.predictor,
-                            correction=args.correction)
-    profiler = cProfile.Profile() if args.profile else None
-    t0, c0 = time.perf_counter(), time.process_time()
-    if profiler:
-        profiler.enable()
-    result, core = simulate(args.cores, workload, sched, prefix=args.prefix or f"/tmp/bench-long-queue-{args.scheduler}")
-    if profiler:
-        profiler.disable()
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    sched = scheduler_from(args)
+    (result, core), wall, cpu = timed(lambda: simulate(args.cores, workload, sched, prefix=args.prefix
+                                                       or f"/tmp/bench-long-queue-{args.scheduler}"), args.profile)
     config = " ".join(f"{k}={v}" for k, v in vars(args).items()
                       if k not in ("profile",) and v is not None)
     print(f"long queue {config}: wall {wall:.2f} s (cpu {cpu:.2f} s), {1000 * cpu / args.jobs:.3f} cpu s "
           f"per 1,000 jobs, longest queue {longest_queue(core.jobs.values()):,} jobs, "
           f"decision core {result.scheduling_time:.2f} s")
-    if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
     return 0
 
 

@@ -24,7 +24,8 @@ import sys
 import time
 import tracemalloc
 
-from batsched_ml.runner import build_scheduler, load_inputs, simulate
+from batsched_ml.runner import load_inputs, simulate
+from benchsched import add_scheduler_arguments, scheduler_from
 
 
 def rss_mb() -> float:
@@ -42,21 +43,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-w", "--workload", required=True)
     parser.add_argument("-p", "--platform", required=True)
-    parser.add_argument("--scheduler", default="easy")
-    parser.add_argument("--policy", default="fcfs")
-    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
-    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
-    parser.add_argument("--predictor")
-    parser.add_argument("--correction")
+    add_scheduler_arguments(parser)
     parser.add_argument("--prefix", default="/tmp/bench-memory", help="output prefix of the run")
     parser.add_argument("--tracemalloc", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
     base = rss_mb()
-    sched = build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
-                            backfill_order=args.backfill_order, predictor=args.predictor,
-                            correction=args.correction)
+    sched = scheduler_from(args)
     ready = rss_mb()  # interpreter + the modules the configuration imports (numpy, scikit-learn...)
     if args.tracemalloc:
         tracemalloc.start(4)
