@@ -149,9 +149,6 @@ class _Profile:
     def available_now(self) -> int:
         raise NotImplementedError
 
-    def _count(self, free) -> int:
-        raise NotImplementedError
-
     def horizons(self):
         """A function ``n -> t``: until when at least ``n`` cores are counted free from now
         on (``origin`` if not now; inf if ever after). A job of ``n`` cores, ``n`` at most
@@ -195,9 +192,6 @@ class CoreProfile(_Profile):
     def available_now(self) -> int:
         return self.free[0].bit_count()
 
-    def _count(self, free) -> int:
-        return free.bit_count()
-
     def _take(self, i, j, used):
         free = self.free
         keep = ~used
@@ -209,17 +203,23 @@ class CoreProfile(_Profile):
         for k in range(i, j):
             free[k] |= used
 
-    def _find(self, n: int, duration: float, first_only: bool = False):
+    def _find(self, n: int, duration: float, first_only: bool = False, *, starts: int | None = None,
+              own: int = 0):
+        """``(i, cores)``: the first slice ``i`` from which ``n`` cores stay free for ``duration``,
+        and the lowest-numbered such cores. Only the first ``starts`` slices may begin the window
+        (default all, 1 with ``first_only``); from slice ``starts`` on, the cores of ``own`` (a
+        reservation being re-planned) count as free too."""
         times, free = self.times, self.free
         last = len(times)
-        for i in range(1 if first_only else last):
+        stop = (1 if first_only else last) if starts is None else starts
+        for i in range(stop):
             avail = free[i]
             if avail.bit_count() < n:
                 continue
             end = (self.origin if i == 0 else times[i]) + duration
             k = i + 1
             while k < last and times[k] < end:
-                avail &= free[k]
+                avail &= free[k] if k < stop else free[k] | own
                 if avail.bit_count() < n:
                     break
                 k += 1
@@ -238,21 +238,12 @@ class CoreProfile(_Profile):
         if start <= self.origin or placed.end != start + duration:
             raise ValueError("reinsertion needs a future reservation of the same duration")
         times, free, n = self.times, self.free, job.res
-        stop = bisect_left(times, start)  # slices that begin before the reservation
+        # a window starting in a slice that begins before the reservation
+        earlier = self._find(n, duration, starts=bisect_left(times, start), own=own)
+        if earlier is not None:
+            i, used = earlier
+            return (self.origin if i == 0 else times[i]), used
         last = len(times)
-        for i in range(stop):
-            avail = free[i]
-            if avail.bit_count() < n:
-                continue
-            end = (self.origin if i == 0 else times[i]) + duration
-            k = i + 1
-            while k < last and times[k] < end:
-                avail &= free[k] if k < stop else free[k] | own
-                if avail.bit_count() < n:
-                    break
-                k += 1
-            else:
-                return (self.origin if i == 0 else times[i]), lowest_bits(avail, n)
         k = bisect_right(times, start) - 1  # the slice where the reservation begins
         avail = free[k] | own
         k += 1
@@ -280,9 +271,6 @@ class CountProfile(_Profile):
 
     def available_now(self) -> int:
         return self.free[0]
-
-    def _count(self, free) -> int:
-        return free
 
     def _take(self, i, j, used):
         free = self.free
