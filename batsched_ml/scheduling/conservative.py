@@ -49,7 +49,9 @@ class ConservativeBackfilling(ProfileScheduler):
         for job in candidates:
             reserved = profile.placed.get(job)
             span = self.span(job)
-            if counted and reserved is not None and reserved.start > now and reserved.end == reserved.start + span:
+            # a future reservation planned for the job's current span: re-placing it may change nothing
+            future = reserved is not None and reserved.start > now and reserved.end == reserved.start + span
+            if future and counted:
                 # re-placing it is a no-op unless it fits earlier (most of a long queue)
                 lowest, shortest = bounds.lowest_start(job.res, span, reserved.start)
                 start, longest = profile.earlier_fit(job, span, lowest)
@@ -63,14 +65,14 @@ class ConservativeBackfilling(ProfileScheduler):
                 if vacated < reserved.end:
                     bounds.freed(vacated, profile.most_free(vacated, reserved.end))
                 bounds.note(job.res, max(shortest, longest), start)
-            elif reserved is not None and reserved.start > now and reserved.end == reserved.start + span:
-                # batsched's model: the same, and the job must also keep its cores
+            elif future:
+                # batsched's model: the same, and the job must also keep its cores (no bounds:
+                # they serve the counting model's searches only)
                 moved = profile.reinsertion(job, span)
                 if moved is None:
                     self.note_reservation(reserved)
                     continue
                 start, used = moved
-                bounds.freed(reserved.start, math.inf)
                 profile.remove(job)
                 placement = profile.place(job, start, start + span, used)
             else:
