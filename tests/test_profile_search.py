@@ -72,24 +72,31 @@ def test_find_is_the_earliest_window(seed):
         assert first == ((0, n) if expected == 0 else None)
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_earlier_fit_is_where_a_re_placement_lands(seed):
-    rng = random.Random(1000 + seed)
-    cores = rng.choice([2, 4, 16])
-    profile, jobs = _random_profile(rng, cores)
+def _re_placements(rng: random.Random, profile, jobs):
+    """For each future reservation in turn (after freeing some cores elsewhere half the time,
+    as an early completion or a moved job does): ``(job, duration, reserved, moved)``, where
+    ``moved`` is the placement that removing the job and calling ``add_first_fit`` gives, on
+    a copy of the profile."""
     rng.shuffle(jobs)
     for job, duration in jobs:
         reserved = profile.placed.get(job)
         if reserved is None or reserved.start <= profile.origin:
             continue
-        # free some cores somewhere first, as an early completion or a moved job does
         others = [j for j, _ in jobs if j is not job and j in profile]
         if others and rng.random() < 0.5:
             profile.remove(rng.choice(others))
         reference = copy.deepcopy(profile)
         twin = next(j for j in reference.placed if j.seq == job.seq)
         reference.remove(twin)
-        moved = reference.add_first_fit(twin, duration)
+        yield job, duration, reserved, reference.add_first_fit(twin, duration)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_earlier_fit_is_where_a_re_placement_lands(seed):
+    rng = random.Random(1000 + seed)
+    cores = rng.choice([2, 4, 16])
+    profile, jobs = _random_profile(rng, cores)
+    for job, duration, reserved, moved in _re_placements(rng, profile, jobs):
         expected = moved.start if moved.start < reserved.start else None
         assert moved.start <= reserved.start
         assert profile.earlier_fit(job, duration)[0] == expected
@@ -104,18 +111,7 @@ def test_core_reinsertion_is_what_a_re_placement_gives(seed):
     rng = random.Random(5000 + seed)
     cores = rng.choice([2, 4, 16])
     profile, jobs = _random_profile(rng, cores, CoreProfile)
-    rng.shuffle(jobs)
-    for job, duration in jobs:
-        reserved = profile.placed.get(job)
-        if reserved is None or reserved.start <= profile.origin:
-            continue
-        others = [j for j, _ in jobs if j is not job and j in profile]
-        if others and rng.random() < 0.5:
-            profile.remove(rng.choice(others))
-        reference = copy.deepcopy(profile)
-        twin = next(j for j in reference.placed if j.seq == job.seq)
-        reference.remove(twin)
-        moved = reference.add_first_fit(twin, duration)
+    for job, duration, reserved, moved in _re_placements(rng, profile, jobs):
         same = moved.start == reserved.start and moved.used == reserved.used
         assert profile.reinsertion(job, duration) == (None if same else (moved.start, moved.used))
         if not same:
