@@ -299,6 +299,7 @@ class FitSearch:
         key = (self._last, job.res)
         self._after[key] = self._found.pop(key)[0]
 
+
 def _read_index(index):
     """``(key, job)`` of a MinIndex in key order, robust to removals of entries already read."""
     key = None
