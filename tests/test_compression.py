@@ -18,10 +18,16 @@ import pytest
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling import compression, conservative
 from batsched_ml.scheduling.conservative import ConservativeBackfilling
+from batsched_ml.scheduling.profile import ArrayCountProfile, CountProfile
 from batsched_ml.simulator.engine import NO_LATENCY
 from delay_workloads import random_delay_workload
 
 pytestmark = pytest.mark.skipif(not compression.AVAILABLE, reason="numba is not installed")
+
+
+class _Job:
+    def __init__(self, seq, res):
+        self.seq, self.res = seq, res
 
 
 def _schedule(workload: dict, compiled, latency=None, **options) -> list:
@@ -116,3 +122,41 @@ def test_queue_order_kept_between_passes_is_the_queue_order():
     sched._compiled_pass = checked
     simulate(8, workload, sched)
     assert max(seen) > 5  # the queue did grow: the check had something to compare
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_array_profile_keeps_the_list_profiles_slices(seed):
+    """``ArrayCountProfile`` (the compiled pass's slices, kept as arrays between passes)
+    does each slice operation as ``CountProfile`` does: same slices after every step of
+    random placements, releases and moves of the present, with coinciding boundaries."""
+    rng = random.Random(seed)
+    cores, now = 16, 0.0
+    lists = CountProfile(cores, now)
+    arrays = ArrayCountProfile.from_lists(CountProfile(cores, now))
+    placed = []
+    for step in range(300):
+        action = rng.random()
+        if action < 0.5 or not placed:
+            job = _Job(step, rng.randint(1, cores))
+            start = now + rng.choice([0.0, 0.5, 1.0, 2.0, 0.25 * rng.randint(0, 40)])
+            end = start + rng.choice([0.5, 1.0, 3.0, 0.25 * rng.randint(1, 40), float("inf")])
+            for profile in (lists, arrays):
+                profile.place(job, start, end, job.res)
+            placed.append(job)
+        elif action < 0.85:
+            job = placed.pop(rng.randrange(len(placed)))
+            for profile in (lists, arrays):
+                profile.remove(job)
+        else:
+            now += rng.choice([0.25, 0.5, 1.0, 2.5])
+            for profile in (lists, arrays):
+                for job in profile.overdue(now):
+                    profile.remove(job)
+            placed = [job for job in placed if job in lists]
+            for profile in (lists, arrays):
+                profile.update_first_slice(now)
+        assert arrays.times.tolist() == lists.times and arrays.free.tolist() == lists.free, step
+        assert arrays.available_now() == lists.available_now()
+    back = arrays.to_lists()
+    assert type(back) is CountProfile and back.times == lists.times and back.free == lists.free
+    assert back.placed == arrays.placed

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..core.scheduler import Context
 from . import compression
-from .profile import Placement
+from .profile import ArrayCountProfile, Placement
 from .reserving import ProfileScheduler
 
 
@@ -181,7 +181,8 @@ class ConservativeBackfilling(ProfileScheduler):
 
     def _to_arrays(self) -> None:
         """Move the queued jobs' reservations from the profile's placements to ``_table``
-        (their cores stay taken in the slices)."""
+        (their cores stay taken in the slices), the slices to arrays."""
+        self.profile = ArrayCountProfile.from_lists(self.profile)
         placed, table, released = self.profile.placed, self._table, set(self._released)
         self._queue_seqs = order = QueueSeqs()
         self._first_queued_end = math.inf
@@ -197,7 +198,8 @@ class ConservativeBackfilling(ProfileScheduler):
         self._in_arrays = True
 
     def _to_profile(self) -> None:
-        """Move the queued jobs' reservations from ``_table`` back to profile placements."""
+        """Move the queued jobs' reservations from ``_table`` back to profile placements,
+        the slices back to lists."""
         profile, table = self.profile, self._table
         for job in self.queue.ordered(profile.origin):
             reserved = table.reserved(job.seq)
@@ -206,6 +208,7 @@ class ConservativeBackfilling(ProfileScheduler):
                 table.drop(job.seq)
         self._first_queued_end = math.inf
         self._in_arrays = False
+        self.profile = profile.to_lists()
 
     def queued_overdue(self, now: float) -> bool:
         return self._first_queued_end <= now
