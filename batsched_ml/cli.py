@@ -363,11 +363,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "tau", "unset") is None:
         args.tau = [10.0, 60.0]
-    from .errors import USER_ERRORS
-
     try:
         return args.func(args)
-    except USER_ERRORS as exc:
+    except Exception as exc:
+        from .errors import USER_ERRORS  # here, not at start-up: it imports every module with errors
+
+        if not isinstance(exc, USER_ERRORS):
+            raise
         partial = getattr(exc, "partial_outputs", None)
         kept = f" ({partial.describe()})" if partial is not None else ""
         print(f"batsched-ml: error: {exc}{kept}", file=sys.stderr)

@@ -125,10 +125,11 @@ def check_option_keys(options: dict, scheduler: str, *, predictor=None, correcti
                               distribution=distribution)
     if valid is None:
         return
-    from .classifiers import _CLASSIFIER_PARAMS
-
+    classifier_params = ()
+    if classifier is not None:  # (imported only then: the classifiers need numpy)
+        from .classifiers import _CLASSIFIER_PARAMS as classifier_params
     for key in options:
-        if key in valid or (classifier is not None and key in _CLASSIFIER_PARAMS):
+        if key in valid or key in classifier_params:
             continue  # (a classifier parameter the chosen classifier lacks: build_classifier says so)
         close = difflib.get_close_matches(key, valid, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""

@@ -18,7 +18,8 @@ import pytest
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling import compression, conservative
 from batsched_ml.scheduling.conservative import ConservativeBackfilling
-from batsched_ml.scheduling.profile import ArrayCountProfile, CountProfile
+from batsched_ml.scheduling.array_profile import ArrayCountProfile
+from batsched_ml.scheduling.profile import CountProfile
 from batsched_ml.simulator.engine import NO_LATENCY
 from delay_workloads import random_delay_workload
 

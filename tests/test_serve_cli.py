@@ -98,6 +98,31 @@ def test_serve_says_where_it_listens_and_hints_when_nobody_comes():
     assert sum("no Batsim has connected" in line for line in lines) == 1  # said once, not every second
 
 
+def test_serve_starts_without_numpy_or_asyncio():
+    """Batsim waits for ``serve`` to listen, so its start-up counts in every run (issue 13 §5):
+    an EASY server imports neither numpy (the trace conversion, the classifiers, the
+    analysis) nor asyncio (pyzmq's monitor helper). Read from ``-X importtime`` of the real
+    command up to its "listening" line."""
+    endpoint = tcp_endpoint()
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", "-m", "batsched_ml.cli", "serve", "-s", endpoint,
+                             "--timeout", "20", "--scheduler", "easy", "--reservations", "cores"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        lines = []
+        for line in proc.stderr:
+            if "listening on" in line:
+                break
+            lines.append(line)
+        else:
+            pytest.fail("serve never listened:\n" + "".join(lines[-20:]))
+    finally:
+        proc.kill()
+        proc.wait()
+    imported = {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+    assert "batsched_ml.server.serve" in imported and "zmq" in imported  # the trace is real
+    assert "numpy" not in imported and "asyncio" not in imported
+
+
 def test_serve_cli_names_the_scheduler_and_wildcards_become_localhost(tmp_path, capsys):
     endpoint = tcp_endpoint()
     port = endpoint.rsplit(":", 1)[1]

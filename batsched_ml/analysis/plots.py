@@ -21,16 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import PlotError
 from ..validation import tau as check_tau
 from .metrics import cumulative_bsld, merge_attempts, read_jobs_csv
 
 KINDS = ("cumbsld", "wait-ecdf")
 DAY = 86400.0
 DPI = 300
-
-
-class PlotError(RuntimeError):
-    """Plotting is not possible here (matplotlib missing)."""
 
 
 def _pyplot():

@@ -37,7 +37,8 @@ import numpy as np
 
 from ..core.scheduler import Context
 from . import compression
-from .profile import ArrayCountProfile, Placement
+from .array_profile import ArrayCountProfile
+from .profile import Placement
 from .reserving import ProfileScheduler
 
 

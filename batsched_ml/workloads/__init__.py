@@ -6,10 +6,27 @@ rules, ``load_workload``/``write_workload`` handle Batsim JSON, and
 lexicographic resource order). ``convert_swf`` chains them for the CLI.
 """
 
-from .convert import ConversionReport, convert_swf, profile_name, swf_to_workload
-from .loader import WorkloadError, load_workload, validate_workload, write_workload
-from .platform import Platform, PlatformError, parse_radical, read_platform, write_platform
-from .swf import SWF_FIELDS, SwfFormatError, SwfTrace, read_swf
+from importlib import import_module
+
+# Each name is imported from its module on first use: the SWF conversion needs numpy, which
+# loading a Batsim workload or a platform (``serve``, ``simulate``) does not.
+_MODULE_OF = {
+    "ConversionReport": "convert", "convert_swf": "convert", "profile_name": "convert",
+    "swf_to_workload": "convert",
+    "WorkloadError": "loader", "load_workload": "loader", "validate_workload": "loader",
+    "write_workload": "loader",
+    "Platform": "platform", "PlatformError": "platform", "parse_radical": "platform",
+    "read_platform": "platform", "write_platform": "platform",
+    "SWF_FIELDS": "swf", "SwfFormatError": "swf", "SwfTrace": "swf", "read_swf": "swf",
+}
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_MODULE_OF[name]}", __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "SWF_FIELDS",
