@@ -9,6 +9,7 @@ different ``PYTHONHASHSEED`` values and compare the files to check determinism a
 processes (set iteration order, hashing), which two runs in one process cannot see.
 
     nice python benchmarks/property_campaign.py --examples 10000 --seed 1
+    nice python benchmarks/property_campaign.py --examples 2000 --scheduler conservative --compiled-from 4
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ def main(argv=None) -> int:
     parser.add_argument("--replay", default=None, metavar="FILE.jsonl",
                         help="re-check the failures a --collect run recorded, then exit")
     parser.add_argument("--digests", default=None, metavar="FILE", help="one output digest per example")
+    parser.add_argument("--compiled-from", type=int, default=None, metavar="N",
+                        help="conservative's compiled pass from N queued jobs (back to Python below N/2), "
+                             "so that small workloads run it and switch between the passes (default: 256)")
     args = parser.parse_args(argv)
+    if args.compiled_from is not None:
+        from batsched_ml.scheduling import conservative
+
+        conservative.COMPILED_FROM, conservative.COMPILED_UNTIL = args.compiled_from, args.compiled_from // 2
     warnings.simplefilter("ignore")  # numeric warnings of degenerate random inputs; the checker decides
     if args.replay:
         return replay(args.replay)
@@ -87,7 +95,7 @@ def main(argv=None) -> int:
         print(f"FAILED (minimal example after shrinking):\n{exc}")
         status = 1
     elapsed = time.perf_counter() - started
-    print(json.dumps({"examples": count[0], "failing": failures[0], "seed": args.seed,
+    print(json.dumps({"examples": count[0], "failing": failures[0], "seed": args.seed, "compiled_from": args.compiled_from,
                       "seconds": round(elapsed, 1), "exercised": dict(sorted(seen.items()))}))
     return status
 

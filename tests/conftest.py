@@ -41,7 +41,6 @@ def dask_scheduler_address():
     """A real ``dask scheduler`` and two ``dask worker`` processes on 127.0.0.1 (campaign tests)."""
     import subprocess
     import sys
-    import time
 
     pytest.importorskip("distributed")
     from distributed import Client

@@ -231,6 +231,7 @@ BENCHMARKS = ROOT / "benchmarks"
     ("bench_classification.py", ["--traces-dir", "{empty}"], "KTH-SP2-1996-2.1-cln.swf.gz"),
     ("predictors_experiment.py", ["SDSC-SP2", "--traces-dir", "{empty}"], "gaussier2015.toml reads"),
     ("bench_socket.py", ["--golden", "{empty}"], "batsched-ml convert KTH-SP2-1996-2.1-cln.swf.gz --max-jobs 5000"),
+    ("bench_serve_vs_batsched.py", ["--batsim", "{empty}/batsim", "--golden", "{empty}"], "the batsim executable"),
 ])
 def test_benchmark_without_its_data_says_what_it_needs(tmp_path, script, argv, needs):
     argv = [a.format(empty=tmp_path) for a in argv]
@@ -241,7 +242,7 @@ def test_benchmark_without_its_data_says_what_it_needs(tmp_path, script, argv, n
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{script}: needs "), done.stderr
     assert needs in lines[0]
-    if script != "bench_socket.py":
+    if script not in ("bench_socket.py", "bench_serve_vs_batsched.py"):
         assert "Parallel Workloads Archive" in lines[0]
         assert "https://www.cs.huji.ac.il/labs/parallel/workload/" in lines[0]
 

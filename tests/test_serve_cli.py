@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import zmq
 
 from batsched_ml.cli import main as cli_main
 from batsched_ml.protocol import events as ev

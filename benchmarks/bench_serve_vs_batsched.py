@@ -1,0 +1,152 @@
+"""The real Batsim driving ``batsched-ml serve`` against the real Batsim driving the C++ batsched
+(issue 13 §5): wall time of whole runs, side by side, in alternating rounds.
+
+Needs Batsim 4.2.1 and batsched 1.4.0 executables (``--batsim``/``--batsched``, else
+``BATSIM_BIN``/``BATSCHED_BIN``, else ``batsim``/``batsched`` on PATH; building them is not part
+of this repository) and KTH-5k.json.gz + platform-100.xml in ``--golden DIR``.
+
+Usage: python benchmarks/bench_serve_vs_batsched.py [--rounds 10] [--golden DIR]
+       [--serve-flags "--scheduler easy --policy fcfs --reservations cores"] [--batsched-variant easy_bf]
+
+A run starts the scheduler, waits until it listens (serve's "listening" line; batsched's port
+accepting a connection), then starts Batsim. Reported per run: ``total`` (scheduler launch to
+both processes' exit: start-up included, as a user sees it), Batsim's own wall time, and the
+CPU time of each process (every thread: ZeroMQ's I/O thread too). The two jobs CSVs of a
+round must be identical (and equal to the golden run's when ``outputs/`` has it). The machine's
+noise is large: compare medians and minima over rounds, not one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import gzip
+import os
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchdata import MissingData, add_data_arguments, golden_path, reports_missing_data  # noqa: E402
+
+SERVE_FLAGS = "--scheduler easy --policy fcfs --reservations cores"  # what batsched's easy_bf does
+
+
+def _executable(given: str | None, env: str, name: str) -> str:
+    path = given or os.environ.get(env) or shutil.which(name)
+    if not path or not os.access(path, os.X_OK):
+        raise MissingData(f"needs the {name} executable: --{name} PATH or {env} (not built by this repository)")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_cpu(proc: subprocess.Popen) -> float:
+    """Wait for ``proc``; its user + system CPU seconds, all threads."""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _start_batsched(batsched: str, variant: str, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([batsched, "-s", f"tcp://*:{port}", "-v", variant, "--verbosity", "quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # no readiness line: wait until the port accepts a connection
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.002)
+    proc.kill()
+    raise RuntimeError("batsched never listened")
+
+
+def _start_serve(flags: list, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "batsched_ml.cli", "serve", "-s", f"tcp://127.0.0.1:{port}",
+                             *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    if "listening" not in line:
+        proc.kill()
+        raise RuntimeError(f"serve did not start: {line.strip()}")
+    return proc
+
+
+def run_once(kind: str, args, workload: Path, platform: Path, prefix: Path) -> dict:
+    port = _free_port()
+    started = time.perf_counter()
+    if kind == "batsched":
+        scheduler = _start_batsched(args.batsched, args.batsched_variant, port)
+    else:
+        scheduler = _start_serve(shlex.split(args.serve_flags), port)
+    listening = time.perf_counter()
+    batsim = subprocess.Popen([args.batsim, "-p", str(platform), "-w", str(workload), "-e", str(prefix),
+                               "-s", f"tcp://127.0.0.1:{port}", "-q"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    batsim_cpu = _wait_cpu(batsim)
+    batsim_done = time.perf_counter()
+    scheduler_cpu = _wait_cpu(scheduler)
+    done = time.perf_counter()
+    if batsim.returncode or scheduler.returncode:
+        raise RuntimeError(f"{kind}: Batsim exited {batsim.returncode}, the scheduler {scheduler.returncode}")
+    return {"total": done - started, "start-up": listening - started, "batsim wall": batsim_done - listening,
+            "scheduler cpu": scheduler_cpu, "batsim cpu": batsim_cpu}
+
+
+@reports_missing_data
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--batsim")
+    parser.add_argument("--batsched")
+    parser.add_argument("--batsched-variant", default="easy_bf")
+    parser.add_argument("--serve-flags", default=SERVE_FLAGS)
+    add_data_arguments(parser, traces=False, golden=True)
+    args = parser.parse_args(argv)
+    args.batsim = _executable(args.batsim, "BATSIM_BIN", "batsim")
+    args.batsched = _executable(args.batsched, "BATSCHED_BIN", "batsched")
+    platform = golden_path("platform-100.xml", args.golden)
+    golden_jobs = Path(args.golden) / "outputs" / "KTH-5k.easy_jobs.csv.gz"
+    with tempfile.TemporaryDirectory(prefix="serve-vs-batsched-") as tmp:
+        tmp = Path(tmp)
+        workload = tmp / "KTH-5k.json"  # Batsim reads plain JSON only
+        workload.write_bytes(gzip.decompress(golden_path("KTH-5k.json.gz", args.golden).read_bytes()))
+        if golden_jobs.is_file() and args.batsched_variant == "easy_bf" and args.serve_flags == SERVE_FLAGS:
+            (tmp / "golden_jobs.csv").write_bytes(gzip.decompress(golden_jobs.read_bytes()))
+        rows = {"batsched": [], "serve": []}
+        for i in range(args.rounds):
+            for kind in ("batsched", "serve") if i % 2 == 0 else ("serve", "batsched"):
+                rows[kind].append(run_once(kind, args, workload, platform, tmp / kind))
+                r = rows[kind][-1]
+                print(f"round {i} {kind:8s} " + "  ".join(f"{k} {v:.3f} s" for k, v in r.items()), flush=True)
+            if not filecmp.cmp(tmp / "batsched_jobs.csv", tmp / "serve_jobs.csv", shallow=False):
+                raise RuntimeError(f"round {i}: the two jobs CSVs differ")
+            if (tmp / "golden_jobs.csv").is_file() and not filecmp.cmp(tmp / "serve_jobs.csv",
+                                                                       tmp / "golden_jobs.csv", shallow=False):
+                raise RuntimeError(f"round {i}: serve's jobs CSV differs from the golden run")
+    print(f"{args.rounds} rounds, serve {args.serve_flags!r} vs batsched -v {args.batsched_variant}; "
+          "same jobs CSV in every round")
+    for key in rows["batsched"][0]:
+        ours = [r[key] for r in rows["serve"]]
+        theirs = [r[key] for r in rows["batsched"]]
+        per_round = statistics.median(a / b for a, b in zip(ours, theirs))
+        print(f"{key:14s} batsched median {statistics.median(theirs):.3f} s (min {min(theirs):.3f})  "
+              f"serve median {statistics.median(ours):.3f} s (min {min(ours):.3f})  "
+              f"ratio: median per round {per_round:.3f}, of medians "
+              f"{statistics.median(ours) / statistics.median(theirs):.3f}, of minima {min(ours) / min(theirs):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
