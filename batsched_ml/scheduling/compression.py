@@ -81,8 +81,8 @@ def _compile() -> None:
 # The profile P (built by ``_profile``): T, F: blocks x BLOCK slice start times and free
 # cores; cnt: slices per block; bmax: most free cores of a block; order: block ids in time
 # order; bfirst: first time of the block at each position; meta: [blocks in use, blocks
-# allocated, clock]; version: the clock when a block last changed; inner, prefix_end,
-# suffix_start: per block and core-count level, what ``_runs`` found, and stamp: the
+# allocated, clock]; version: the clock when a block last changed; inner, suffix_start:
+# per block and core-count level, what ``_runs`` found, and stamp: the
 # version it was computed at; level/thresholds: core count -> level -> smallest count of
 # the level (``levels``); left, stack: scratch for ``_runs``.
 
@@ -270,7 +270,7 @@ def _move(T, F, cnt, bmax, order, bfirst, meta, version, pos, idx, n, start, end
 
 
 @_helper
-def _runs(T, F, cnt, inner, prefix_end, suffix_start, level, thresholds, left, stack, b):
+def _runs(T, F, cnt, inner, suffix_start, level, thresholds, left, stack, b):
     """``inner[b, level]``: the longest time a level's threshold of free cores lasts from
     a slice of block ``b`` until a slice of the block with fewer, or until its last slice
     begins. All levels in one pass: the stretch around each slice in which it has the
@@ -318,15 +318,9 @@ def _runs(T, F, cnt, inner, prefix_end, suffix_start, level, thresholds, left, s
             running = ib[lv]
         else:
             ib[lv] = running
-    pe = prefix_end[b]
-    top = nlevels - 1
-    for k in range(c):
-        f = Fb[k]
-        while top >= 0 and thresholds[top] > f:
-            pe[top] = Tb[k]
-            top -= 1
-    for lv in range(top + 1):
-        pe[lv] = math.inf
+    # where the last stretch of each level begins (inf: the block ends with too few cores).
+    # Where the first one ends is read from the slices when needed (``_first_window``): the
+    # stretch then runs from the block's first slice, and few searches follow one.
     ss = suffix_start[b]
     top = nlevels - 1
     for k in range(c - 1, -1, -1):
@@ -339,15 +333,15 @@ def _runs(T, F, cnt, inner, prefix_end, suffix_start, level, thresholds, left, s
 
 
 @_helper
-def _fresh_runs(T, F, cnt, version, inner, prefix_end, suffix_start, stamp, level, thresholds, left, stack, b):
+def _fresh_runs(T, F, cnt, version, inner, suffix_start, stamp, level, thresholds, left, stack, b):
     """``_runs`` of block ``b`` unless they are up to date."""
     if stamp[b] != version[b]:
-        _runs(T, F, cnt, inner, prefix_end, suffix_start, level, thresholds, left, stack, b)
+        _runs(T, F, cnt, inner, suffix_start, level, thresholds, left, stack, b)
         stamp[b] = version[b]
 
 
 @_helper
-def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_end, suffix_start, stamp, level,
+def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_start, stamp, level,
                   thresholds, left, stack, n, duration, not_before, stop):
     """``CountProfile._first_window`` by times: the first slice starting at or after
     ``not_before`` and before ``stop`` from which ``n`` cores are free for ``duration``
@@ -379,7 +373,7 @@ def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_e
             continue
         if pos + 1 < nb and bfirst[pos + 1] <= stop:
             lv = level[n]
-            _fresh_runs(T, F, cnt, version, inner, prefix_end, suffix_start, stamp, level, thresholds,
+            _fresh_runs(T, F, cnt, version, inner, suffix_start, stamp, level, thresholds,
                         left, stack, b)
             runs, begin = inner[b, lv], suffix_start[b, lv]
             if begin != math.inf:  # the last stretch goes on into the next blocks: where does it end?
@@ -389,10 +383,14 @@ def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_e
                     if bmax[b2] < thresholds[lv]:  # no slice has enough: the stretch ends here
                         ends = T[b2, 0]
                         break
-                    _fresh_runs(T, F, cnt, version, inner, prefix_end, suffix_start, stamp, level, thresholds,
-                                left, stack, b2)
-                    if prefix_end[b2, lv] != math.inf:
-                        ends = prefix_end[b2, lv]
+                    Fb2 = F[b2]  # the stretch ends at the block's first slice with too few cores
+                    thr = thresholds[lv]
+                    c2 = cnt[b2]
+                    k = 0
+                    while k < c2 and Fb2[k] >= thr:
+                        k += 1
+                    if k < c2:
+                        ends = T[b2, k]
                         break
                 runs = max(runs, ends - begin) if ends < stop else math.inf
             # every stretch starting here is too short (with NoFitBefore's slack: ``a - b < d``
@@ -521,13 +519,12 @@ def _profile(times, free, spare, level, thresholds):
     bfirst = np.empty(nbmax)
     version = np.zeros(nbmax, dtype=np.int64)
     inner = np.empty((nbmax, len(thresholds)))
-    prefix_end = np.empty((nbmax, len(thresholds)))
     suffix_start = np.empty((nbmax, len(thresholds)))
     stamp = np.full(nbmax, -1, dtype=np.int64)
     nb = (length + half - 1) // half
     meta = np.array([nb, nb, 0], dtype=np.int64)
     scratch = np.empty(BLOCK + 1, dtype=np.int64), np.empty(BLOCK + 1, dtype=np.int64)
-    P = (T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_end, suffix_start, stamp, level,
+    P = (T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_start, stamp, level,
          thresholds) + scratch
     for b in range(nb):
         lo = b * half
@@ -557,7 +554,7 @@ def _pass(times, free, level, thresholds, seqs, rstart, rend, rn, rspan, started
 
 
 @_helper
-def _candidates(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_end, suffix_start, stamp, level,
+def _candidates(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_start, stamp, level,
                 thresholds, left, stack, bounds, seqs, rstart, rend, rn, rspan, started, started_end, firsts):
     """The loop of ``_pass`` (no allocation here: see ``_helper``)."""
     now = T[order[0], 0]
@@ -573,7 +570,7 @@ def _candidates(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_end
         if reserved and res_start > now and res_end == res_start + span:
             lowest, shortest = _lowest_start(bn, bd, bx, m, n, span, res_start)
             start, longest, pos, idx = _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner,
-                                                     prefix_end, suffix_start, stamp, level, thresholds, left,
+                                                     suffix_start, stamp, level, thresholds, left,
                                                      stack, n, span, lowest, res_start)
             if math.isnan(start):
                 m = _note(bn, bd, bx, m, n, max(shortest, longest), res_start)
@@ -591,7 +588,7 @@ def _candidates(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_end
             if reserved:
                 _freed(T, F, cnt, order, bfirst, meta, bn, bd, bx, m, res_start, math.inf, -1, -1)
                 _add(T, F, cnt, bmax, order, bfirst, meta, version, res_start, res_end, n)
-            start, _, _, _ = _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, prefix_end,
+            start, _, _, _ = _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner,
                                            suffix_start, stamp, level, thresholds, left, stack, n, span,
                                            -math.inf, math.inf)
             end = start + span
