@@ -18,9 +18,10 @@ the same (tests/test_compression.py runs both):
   of its slices lasts the job's duration (``_runs``: per block and core-count
   level, cached until the block changes).
 * A move is one walk from the new start to the old end (``_move``).
-* Equal neighbouring slices are merged only when the profile goes back to Python:
-  a boundary inside a run of equal slices never starts a first fit that the run's
-  first slice would not.
+* Equal neighbouring slices are merged in a block when its run caches are recomputed
+  (``_compact``), and all of them when the profile goes back to Python: a boundary
+  inside a run of equal slices never starts a first fit that the run's first slice
+  would not.
 
 Queued jobs' reservations live in arrays indexed by ``Job.seq`` (start, end; NaN
 when none), not in the profile's ``placed`` dict: a pass changes thousands of
@@ -333,6 +334,25 @@ def _runs(T, F, cnt, inner, suffix_start, level, thresholds, left, stack, b):
 
 
 @_helper
+def _compact(T, F, cnt, b):
+    """Merge the equal neighbouring slices of block ``b``, before its runs are recomputed.
+    A move leaves its old start and end as boundaries between equal slices (half the
+    slices by the end of a pass, when nothing merges them): the searches, moves and run
+    caches then read twice as many. Merging never changes a first fit (see the module's
+    docstring), and a block's first slice stays."""
+    Tb = T[b]
+    Fb = F[b]
+    c = cnt[b]
+    w = 1
+    for k in range(1, c):
+        if Fb[k] != Fb[w - 1]:
+            Tb[w] = Tb[k]
+            Fb[w] = Fb[k]
+            w += 1
+    cnt[b] = w
+
+
+@_helper
 def _fresh_runs(T, F, cnt, version, inner, suffix_start, stamp, level, thresholds, left, stack, b):
     """``_runs`` of block ``b`` unless they are up to date."""
     if stamp[b] != version[b]:
@@ -373,8 +393,12 @@ def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_s
             continue
         if pos + 1 < nb and bfirst[pos + 1] <= stop:
             lv = level[n]
-            _fresh_runs(T, F, cnt, version, inner, suffix_start, stamp, level, thresholds,
-                        left, stack, b)
+            if stamp[b] != version[b]:
+                if idx == 0:  # (a search that begins inside the block keeps its slice index)
+                    _compact(T, F, cnt, b)
+                    c = cnt[b]
+                _runs(T, F, cnt, inner, suffix_start, level, thresholds, left, stack, b)
+                stamp[b] = version[b]
             runs, begin = inner[b, lv], suffix_start[b, lv]
             if begin != math.inf:  # the last stretch goes on into the next blocks: where does it end?
                 ends = math.inf
