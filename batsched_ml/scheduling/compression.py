@@ -353,14 +353,6 @@ def _compact(T, F, cnt, b):
 
 
 @_helper
-def _fresh_runs(T, F, cnt, version, inner, suffix_start, stamp, level, thresholds, left, stack, b):
-    """``_runs`` of block ``b`` unless they are up to date."""
-    if stamp[b] != version[b]:
-        _runs(T, F, cnt, inner, suffix_start, level, thresholds, left, stack, b)
-        stamp[b] = version[b]
-
-
-@_helper
 def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_start, stamp, level,
                   thresholds, left, stack, n, duration, not_before, stop):
     """``CountProfile._first_window`` by times: the first slice starting at or after
