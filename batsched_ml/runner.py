@@ -4,13 +4,16 @@ options, run it in the embedded simulator, compute the metrics."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .core.decision_core import DecisionCore
 from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
 from .plugins import load
-from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, SimulationResult, Simulator
 from .validation import output_prefix
 from .workloads import load_workload, read_platform
+
+if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds its scheduler here without it
+    from .simulator.engine import SimulationResult
 
 
 def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations: str = "count",
@@ -97,6 +100,8 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them);
     ``latency`` to Batsim's message timing (``simulator.engine.NO_LATENCY``: exact instants).
     """
+    from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, Simulator
+
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
