@@ -154,8 +154,12 @@ class MinIndex:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Recompute the tree over the blocks (after a block is split or dropped: rare)."""
+        """Recompute the tree over the blocks (after a block is split or dropped, or the
+        first item is added: often for the few jobs of one size in a short queue)."""
         nb = len(self._vals)
+        if nb <= 1:  # the root is the only leaf
+            self._cap, self._tree = 1, [INF, min(self._vals[0]) if nb else INF]
+            return
         cap = 1
         while cap < nb:
             cap *= 2
