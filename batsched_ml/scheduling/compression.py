@@ -394,13 +394,13 @@ def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_s
             runs, begin = inner[b, lv], suffix_start[b, lv]
             if begin != math.inf:  # the last stretch goes on into the next blocks: where does it end?
                 ends = math.inf
+                thr = thresholds[lv]
                 for later in range(pos + 1, min(pos + 1 + WALK, nb)):
                     b2 = order[later]
-                    if bmax[b2] < thresholds[lv]:  # no slice has enough: the stretch ends here
+                    if bmax[b2] < thr:  # no slice has enough: the stretch ends here
                         ends = T[b2, 0]
                         break
                     Fb2 = F[b2]  # the stretch ends at the block's first slice with too few cores
-                    thr = thresholds[lv]
                     c2 = cnt[b2]
                     k = 0
                     while k < c2 and Fb2[k] >= thr:

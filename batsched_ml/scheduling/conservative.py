@@ -201,15 +201,22 @@ class ConservativeBackfilling(ProfileScheduler):
     def _to_profile(self) -> None:
         """Move the queued jobs' reservations from ``_table`` back to profile placements,
         the slices back to lists."""
-        profile, table = self.profile, self._table
-        for job in self.queue.ordered(profile.origin):
-            reserved = table.reserved(job.seq)
-            if reserved is not None:
-                profile.adopt(job, *reserved, job.res)
-                table.drop(job.seq)
-        self._first_queued_end = math.inf
+        profile = self.profile
+        for job, reserved in self._take_table_reservations():
+            profile.adopt(job, *reserved, job.res)
         self._in_arrays = False
         self.profile = profile.to_lists()
+
+    def _take_table_reservations(self):
+        """``(job, (start, end))`` of each queued job with a reservation in ``_table``, in queue
+        order, each removed from the table as it is read."""
+        table = self._table
+        for job in self.queue.ordered(self.profile.origin):
+            reserved = table.reserved(job.seq)
+            if reserved is not None:
+                table.drop(job.seq)
+                yield job, reserved
+        self._first_queued_end = math.inf
 
     def queued_overdue(self, now: float) -> bool:
         return self._first_queued_end <= now
@@ -217,13 +224,8 @@ class ConservativeBackfilling(ProfileScheduler):
     def _drop_reservations(self) -> None:
         super()._drop_reservations()
         if self._in_arrays:
-            profile, table = self.profile, self._table
-            for job in self.queue.ordered(profile.origin):
-                reserved = table.reserved(job.seq)
-                if reserved is not None:
-                    profile.release(Placement(*reserved, job.res, False))
-                    table.drop(job.seq)
-            self._first_queued_end = math.inf
+            for job, reserved in self._take_table_reservations():
+                self.profile.release(Placement(*reserved, job.res, False))
 
 
 class NoFitBefore:

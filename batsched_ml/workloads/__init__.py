@@ -19,6 +19,7 @@ _MODULE_OF = {
     "read_platform": "platform", "write_platform": "platform",
     "SWF_FIELDS": "swf", "SwfFormatError": "swf", "SwfTrace": "swf", "read_swf": "swf",
 }
+__all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str):
@@ -27,23 +28,3 @@ def __getattr__(name: str):
     value = getattr(import_module(f".{_MODULE_OF[name]}", __name__), name)
     globals()[name] = value
     return value
-
-__all__ = [
-    "SWF_FIELDS",
-    "ConversionReport",
-    "Platform",
-    "PlatformError",
-    "SwfFormatError",
-    "SwfTrace",
-    "WorkloadError",
-    "convert_swf",
-    "load_workload",
-    "parse_radical",
-    "profile_name",
-    "read_platform",
-    "read_swf",
-    "swf_to_workload",
-    "validate_workload",
-    "write_platform",
-    "write_workload",
-]
