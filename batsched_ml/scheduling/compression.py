@@ -17,6 +17,8 @@ the same (tests/test_compression.py runs both):
   enough free cores (``bmax``), or when no stretch of enough free cores from one
   of its slices lasts the job's duration (``_runs``: per block and core-count
   level, cached until the block changes).
+* Most of a search's blocks are passed over in ``_clean_blocks``, a loop written for the
+  machine (one data-dependent branch per block, unsigned indices).
 * A move is one walk from the new start to the old end (``_move``).
 * Equal neighbouring slices are merged in a block when its run caches are recomputed
   (``_compact``), and all of them when the profile goes back to Python: a boundary
