@@ -425,7 +425,6 @@ def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_s
             idx = 0
             continue
         if pos + 1 < nb and bfirst[pos + 1] <= stop:
-            lv = level[n]
             if stamp[b] != version[b]:
                 if idx == 0:  # (a search that begins inside the block keeps its slice index)
                     _compact(T, F, cnt, b)
@@ -435,7 +434,6 @@ def _first_window(T, F, cnt, bmax, order, bfirst, meta, version, inner, suffix_s
             runs, begin = inner[b, lv], suffix_start[b, lv]
             if begin != math.inf:  # the last stretch goes on into the next blocks: where does it end?
                 ends = math.inf
-                thr = thresholds[lv]
                 for later in range(pos + 1, min(pos + 1 + WALK, nb)):
                     b2 = order[later]
                     if bmax[b2] < thr:  # no slice has enough: the stretch ends here

@@ -154,16 +154,16 @@ class ConservativeBackfilling(ProfileScheduler):
         now, profile, table, order = ctx.now, self.profile, self._table, self._queue_seqs
         self.refresh_profile(now)
         queue = self.queue
-        for job in self._released:
-            if job in queue:
-                table.add(job.seq, job.res, self.span(job))
-                order.add(job)
+        arrivals = [job for job in self._released if job in queue]
+        for job in arrivals:
+            table.add(job.seq, job.res, self.span(job))
+            order.add(job)
         compressing = self.compressing(now)
         if compressing:
             seqs = order.current(queue, now)
             self._next_reservation = self._first_queued_end = math.inf
         else:  # only the new arrivals, in queue order
-            seqs = np.array([j.seq for j in self._released if j in queue], dtype=np.int64)
+            seqs = np.array([j.seq for j in arrivals], dtype=np.int64)
         if len(seqs):
             if self.estimator is not None:  # estimates only change while jobs run: keep in step anyway
                 table.span[seqs] = [self.span(order.jobs[seq]) for seq in seqs.tolist()]
@@ -289,12 +289,12 @@ class QueueSeqs:
     def current(self, queue, now: float) -> np.ndarray:
         """The seqs of the queued jobs, highest priority first (``queue.ordered(now)``)."""
         new, self._new = [j for j in self._new if j in queue], []
-        if queue.static and self._seqs is not None and queue.reorders == self._reorders:
+        kept = queue.static and self._seqs is not None and queue.reorders == self._reorders
+        if kept:
             placed = sorted((queue.position(job), job.seq) for job in new)
             self._seqs = np.insert(self._seqs, [p - i for i, (p, _) in enumerate(placed)],
                                    [seq for _, seq in placed])
-        if self._seqs is None or not queue.static or queue.reorders != self._reorders \
-                or len(self._seqs) != len(queue):
+        if not kept or len(self._seqs) != len(queue):
             jobs = queue.ordered(now)
             self._seqs = np.fromiter((j.seq for j in jobs), np.int64, len(jobs))
             self._reorders = queue.reorders
