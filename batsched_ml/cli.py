@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML")
     p.add_argument("--max-jobs", type=arg(check.positive_int, "--max-jobs", integer=True), default=None,
                    help="keep only the first N usable jobs (default: all)")
-    p.add_argument("--nodes", type=arg(check.positive_int, "--nodes", integer=True), default=None,
+    p.add_argument("--nodes", type=arg(check.machine_size, "--nodes", integer=True), default=None,
                    help="machine size (default: the header's MaxProcs)")
     p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
                    help="walltime of a job without a requested time: its run time (default, as the golden "

@@ -39,10 +39,12 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..protocol import events as ev
 from ..protocol.coreset import format_mask
+from ..validation import machine_size
 from .outputs import JobsTracer
 
 
@@ -66,7 +68,7 @@ class SimJob:
     start_ns: int = -1
     subtime_ns: int = 0
     runtime: float = 0.0
-    alloc: int = 0
+    alloc: int = 0  # bitmask of its cores while it runs; 0 once it ended (see _record_end)
     alloc_text: str = ""  # the allocation as Batsim writes it, once the job ended
     final_state: str = ""
     metadata: str = ""
@@ -155,6 +157,26 @@ class SimStatus:
     done: bool = False
 
 
+class _ComputeResources(Sequence):
+    """SIMULATION_BEGINS's ``compute_resources``, each made when read: the decision core never
+    reads them, and a list of dicts would cost about 0.5 KB and 7 us per core before the first
+    job (2 GB and 28 s on 4M cores). ``server.peer`` copies them into a list for the wire."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, names):
+        self.names = names
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self.names)))]
+        name = self.names[index]  # IndexError past the end, as a list
+        return {"id": index % len(self.names), "name": name, "state": "idle", "properties": {"role": ""}}
+
+
 # Internal message kinds (what the server receives).
 _HELLO, _SUBMITTED, _BYE, _COMPLETED, _DECISION, _READY, _WAITING_DONE, _KILLING_DONE = range(8)
 
@@ -233,7 +255,7 @@ class Simulator:
     def __init__(self, nb_hosts: int, workloads, *, host_names=None, dynamic_jobs: bool = False,
                  profile_reuse: bool = False, progress=None, latency: Latency = BATSIM_LATENCY):
         """``workloads``: list of (name, Batsim workload dict); names are ``w0``, ``w1``... in Batsim."""
-        self.nb_hosts = nb_hosts
+        self.nb_hosts = machine_size(nb_hosts, "nb_hosts")
         self.host_names = host_names or [f"node{i}" for i in range(nb_hosts)]
         self.dynamic_jobs = dynamic_jobs
         self.profile_reuse = profile_reuse
@@ -348,8 +370,7 @@ class Simulator:
             allow_compute_sharing=False,
             config={"dynamic-jobs-enabled": self.dynamic_jobs, "dynamic-jobs-acknowledged": False,
                     "profile-reuse-enabled": self.profile_reuse, "profiles-forwarded-on-submission": False},
-            compute_resources=[{"id": i, "name": n, "state": "idle", "properties": {"role": ""}}
-                               for i, n in enumerate(self.host_names)],
+            compute_resources=_ComputeResources(self.host_names),
             workloads={name: w.get("source", name) for name, w in self.workloads},
             profiles={name: dict(p) for name, p in self.profiles.items()})
         self._events.append(begins)
@@ -500,13 +521,20 @@ class Simulator:
 
     # ------------------------------------------------------------ jobs
     def _on_completed(self, t: float, job: SimJob) -> None:
+        # Batsim's return codes: 0 on success, -1 at the walltime.
+        code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
+        self._events.append(self._record_end(t, job, job.final_state, code))
+
+    def _record_end(self, t: int, job: SimJob, state: str, code: int) -> ev.JobCompleted:
+        """Write a job that ran and ended, and return its JOB_COMPLETED. The job then keeps its
+        allocation as text only: a bitmask costs up to a bit per core of the machine, per job."""
         self._nb_running -= 1
         self._nb_ended += 1
         job.alloc_text = format_mask(job.alloc)
         self._tracer.job_ended(job)
-        # Batsim's return codes: 0 on success, -1 at the walltime.
-        code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
-        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text, job.alloc))
+        event = ev.JobCompleted(_stamp(t), job.id, state, code, job.alloc_text, job.alloc)
+        job.alloc = 0
+        return event
 
     def _job_ends(self, job: SimJob, t: float) -> None:
         """The job's actor wakes up at its end (unless it was killed) and tells the server."""
@@ -641,11 +669,7 @@ class Simulator:
         job_ids, killed, progress = payload
         self._killers -= 1
         for job in killed:
-            self._nb_running -= 1
-            self._nb_ended += 1
-            job.alloc_text = format_mask(job.alloc)
-            self._tracer.job_ended(job)
-            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text, job.alloc))
+            self._events.append(self._record_end(t, job, ev.COMPLETED_KILLED, -1))
         self._events.append(ev.JobKilled(_stamp(t), job_ids, progress))
 
     def _require_dynamic(self, what: str) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import non_negative_int
+from ..validation import machine_size, non_negative_int
 from .swf import SwfTrace, read_swf
 from .timezone import resolve_time_zone
 
@@ -105,17 +105,19 @@ def profile_name(run_time: float) -> str:
 
 
 def _machine_size(trace: SwfTrace, nodes: int | None, procs: np.ndarray) -> tuple[int, str]:
+    """The machine's cores and where the number comes from; one larger than batsched-ml
+    handles is refused here, before a platform is written."""
     if nodes is not None:
-        if nodes <= 0:
-            raise ValueError(f"nodes must be positive, got {nodes}")
-        return int(nodes), "nodes"
+        return machine_size(nodes, "nodes"), "nodes"
     for key in ("MaxProcs", "MaxNodes"):
         value = trace.header_int(key)
         if value is not None and value > 0:
-            return value, key
+            return machine_size(value, f"{trace.name}: the header's {key} (give --nodes to override it)"), key
     # No usable header (e.g. METACENTRUM-2009-2 as shipped): the machine must at
     # least hold the largest job, so nothing is capped.
-    return (int(procs.max()) if len(procs) else 1), "largest job"
+    largest = machine_size(int(procs.max()) if len(procs) else 1,
+                           f"{trace.name}: the largest job's processors (give --nodes to cap them)")
+    return largest, "largest job"
 
 
 def swf_to_workload(
