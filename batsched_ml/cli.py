@@ -107,18 +107,30 @@ def _interruptible():
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-def _interrupted(exc) -> int:
+def _interrupted(exc, nothing_written: bool = False) -> int:
     partial = getattr(exc, "partial_outputs", None)
     what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
     detail = f": {partial.describe()}" if partial is not None else ""
+    if partial is None and nothing_written:
+        detail = " before the simulation started: nothing was written"
     print(f"batsched-ml: {what}{detail}", file=sys.stderr)
     return 130
+
+
+def _stop_status(exc) -> str:
+    """How a run that raised ``exc`` ended, for PREFIX_run.json."""
+    from . import run_outputs
+
+    if isinstance(exc, _Terminated):
+        return run_outputs.TERMINATED
+    return run_outputs.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else run_outputs.FAILED
 
 
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
     from .progress import ProgressReporter
-    from .run_outputs import complete_report, rejection_summary, write_job_details, write_run_description
+    from .run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, write_job_details,
+                              write_run_description)
     from .runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
@@ -133,14 +145,25 @@ def cmd_simulate(args) -> int:
             report = {}
         else:
             scheduler = scheduler_from_args(args)
-            details["run"] = write_run_description(args, args.export, plugin_options(args))
+
+            def describe_run():  # once the inputs are read and the CSVs open: never left alone
+                details["run"] = write_run_description(args, args.export, plugin_options(args))
+
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs)
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
             report = scheduler.report()
             details.update(write_job_details(scheduler, args.export))
             rejected = core.rejected
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc)
+            mark_run(details["run"], COMPLETE)
+    except BaseException as exc:
+        if "run" in details:
+            try:
+                mark_run(details["run"], _stop_status(exc), getattr(exc, "partial_outputs", None))
+            except (OSError, ValueError):  # keep the original error
+                pass
+        if isinstance(exc, KeyboardInterrupt):
+            return _interrupted(exc, nothing_written=not args.connect and "run" not in details)
+        raise
     finally:
         restore()
         progress.close()
@@ -184,9 +207,20 @@ def cmd_serve(args) -> int:
     return serve(args, scheduler_from_args(args))
 
 
+def _warn_if_partial(*jobs_csvs) -> None:
+    """One ``warning:`` line on stderr for each jobs CSV whose run did not reach its end."""
+    from .run_outputs import partial_run_warning
+
+    for path in jobs_csvs:
+        warning = partial_run_warning(path)
+        if warning:
+            print(f"batsched-ml: warning: {warning}", file=sys.stderr)
+
+
 def cmd_metrics(args) -> int:
     from .analysis import compute_metrics, format_metrics
 
+    _warn_if_partial(args.jobs_csv)
     metrics = compute_metrics(args.jobs_csv, taus=tuple(args.tau), nb_cores=args.nb_cores)
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
@@ -197,6 +231,7 @@ def cmd_plot(args) -> int:
 
     import warnings
 
+    _warn_if_partial(*args.jobs_csv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
@@ -207,20 +242,21 @@ def cmd_plot(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .analysis.checker import check_files
+    from .analysis.checker import check_files, violation_lines
 
     nb_cores = args.nb_cores
     if args.platform is not None:
         from .workloads import read_platform
 
         nb_cores = read_platform(args.platform).nb_hosts
+    _warn_if_partial(args.jobs_csv)
     violations = check_files(args.jobs_csv, args.workload, nb_cores, idle_slack=args.idle_slack,
                              fcfs_head=args.fcfs_head)
     if args.json:
         print(json.dumps([{"kind": v.kind, "job": v.job, "message": v.message} for v in violations]))
     else:
-        for v in violations:
-            print(v)
+        for line in violation_lines(violations):
+            print(line)
         print(f"{len(violations)} violation(s)" if violations else "valid: no violation found")
     return 1 if violations else 0
 
@@ -358,13 +394,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_closed() -> bool:
+    """Whether whoever read our standard output has gone (``| head``): poll reports an error on
+    a pipe without a reader. A broken pipe elsewhere (a worker, a socket) stays an error."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), stdout replaced (tests)
+        return True
+
+
+def _quiet_end_of_pipe() -> int:
+    """``batsched-ml ... | head`` is a normal end: exit 0, nothing more on the closed pipe (its
+    last flush at exit would fail again)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 0
+
+
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _quiet_end_of_pipe()
+
+
+def _main(argv) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:
+        sys.stdout.flush()  # --help into a closed pipe: told here, not at exit
+        raise
     if getattr(args, "tau", "unset") is None:
         args.tau = [10.0, 60.0]
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe is found here, within the handlers below
+        return code
+    except BrokenPipeError:
+        raise
     except Exception as exc:
         from .errors import USER_ERRORS  # here, not at start-up: it imports every module with errors
 

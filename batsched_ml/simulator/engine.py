@@ -114,6 +114,11 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
+def _output(prefix: str | None, kind: str) -> str | None:
+    """``PREFIX_jobs.csv`` / ``PREFIX_schedule.csv`` (None without a prefix: rows kept in memory)."""
+    return None if prefix is None else f"{prefix}_{kind}.csv"
+
+
 @dataclass
 class SimulationResult:
     end_time: float
@@ -302,11 +307,13 @@ class Simulator:
             self._mailbox.append((latency, kind, payload, on_sent))
 
     # ---------------------------------------------------------------- run
-    def run(self, scheduler, prefix: str | None = None) -> SimulationResult:
+    def run(self, scheduler, prefix: str | None = None, on_start=None) -> SimulationResult:
         """Simulate to the end; with ``prefix``, write ``PREFIX_jobs.csv`` (streamed as jobs end)
         and ``PREFIX_schedule.csv``. If anything stops the run early (an error, Ctrl-C), both
         files are still finished with what is known and the exception carries a
-        :class:`PartialOutputs` as ``partial_outputs`` before it propagates."""
+        :class:`PartialOutputs` as ``partial_outputs`` before it propagates. ``on_start()`` runs
+        once the jobs file is open, before the first event: whatever it writes (the CLI's
+        ``PREFIX_run.json``) is never left without both files."""
         started = time.perf_counter()
         self._heap: list = []
         self._seq = 0
@@ -316,8 +323,7 @@ class Simulator:
         self._loopback = _ns(lat.loopback + lat.loopback_transfer)
         self._node_to_master = _ns(lat.node_to_master + lat.node_transfer)
         self._busy = 0  # busy cores bitmask
-        jobs_csv = None if prefix is None else f"{prefix}_jobs.csv"
-        self._tracer = JobsTracer(self.nb_hosts, path=jobs_csv)
+        self._tracer = None  # opened in the try below: an early stop finishes it
         self._registration_open = self.dynamic_jobs
         self._scheduler = scheduler
         self._events: list = []  # gathered for the next message
@@ -334,7 +340,11 @@ class Simulator:
         self._progress_at = 0
         self._now = 0
         try:
+            self._tracer = JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
+            if on_start is not None:
+                on_start()
             error, unfinished = self._simulate()
+            result = self._finish(prefix, started, unfinished)
         except BaseException as exc:
             partial = self._finish_partial(prefix, started)
             try:
@@ -342,6 +352,12 @@ class Simulator:
             except AttributeError:  # an exception type without a __dict__: the files are written anyway
                 pass
             raise
+        if error:
+            raise SimulationError(error)
+        return result
+
+    def _finish(self, prefix, started, unfinished) -> SimulationResult:
+        """The end of a run: jobs left unfinished written, both files closed, the result."""
         end_time = self._now / 1e9
         for job in unfinished:
             self._tracer.unfinished(job)
@@ -353,11 +369,8 @@ class Simulator:
                                   messages=self.messages)
         self._tracer.close()
         if prefix is not None:
-            result.jobs_csv = jobs_csv
-            result.schedule_csv = f"{prefix}_schedule.csv"
+            result.jobs_csv, result.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
             self._tracer.write_schedule(result.schedule_csv, schedule)
-        if error:
-            raise SimulationError(error)
         return result
 
     def _simulate(self):
@@ -409,16 +422,16 @@ class Simulator:
     def _finish_partial(self, prefix, started) -> "PartialOutputs":
         """After an early stop: close the jobs file (the jobs that ended) and write the schedule
         file as of now. Jobs still queued or running are not written (they have no final state)."""
-        tracer = self._tracer
         end_time = self._now / 1e9
         pending = sum(1 for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING"))
         not_submitted = sum(1 for j in self.jobs.values() if j.state == "NOT_SUBMITTED")
-        partial = PartialOutputs(end_time, tracer.nb_jobs, pending, not_submitted)
+        partial = PartialOutputs(end_time, 0, pending, not_submitted)
         try:
+            tracer = self._tracer or JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
+            partial.jobs_written = tracer.nb_jobs
             tracer.close()
             if prefix is not None:
-                partial.jobs_csv = f"{prefix}_jobs.csv"
-                partial.schedule_csv = f"{prefix}_schedule.csv"
+                partial.jobs_csv, partial.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
                 schedule = tracer.schedule_values(end_time, self.scheduling_time, time.perf_counter() - started)
                 tracer.write_schedule(partial.schedule_csv, schedule)
         except OSError:  # the disk itself may be the problem: keep the original error
