@@ -83,8 +83,10 @@ def cmd_convert(args) -> int:
     from .workloads import convert_swf
 
     report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
-                         missing_walltime=args.missing_walltime)
+                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty)
     print(report)
+    for warning in report.all_warnings():
+        print(f"batsched-ml: warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -310,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="walltime of a job without a requested time: its run time (default, as the golden "
                    "files; backfilling then knows its run time exactly), the trace's largest requested "
                    "time, or drop the job")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="write the workload even when no job of the trace is usable (default: an error, exit 2)")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
