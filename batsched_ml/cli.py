@@ -1,4 +1,5 @@
-"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plot | plugins | campaign``."""
+"""Command-line front end: ``batsched-ml COMMAND``; the commands and their one-line help are in
+:func:`build_parser` (``batsched-ml --help`` lists them all)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by ``simulate`` and ``serve``: they choose one scheduler."""
     g = parser.add_argument_group("scheduler")
     g.add_argument("--scheduler", default="easy", help="backfilling family: fcfs, easy, conservative, probabilistic (default easy)")
-    g.add_argument("--policy", default="fcfs", help="queue order: fcfs spf saf wfp3 unicef f1..f4 (default fcfs)")
+    g.add_argument("--policy", default="fcfs", type=_policy_name,
+                   help="queue order: fcfs spf saf wfp3 unicef f1..f4, expr:FORMULA (e.g. "
+                   "expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file; default fcfs)")
     g.add_argument("--reservations", choices=("count", "cores"), default="count",
                    help="reservation model: count = textbook (papers), cores = batsched's (default count)")
     g.add_argument("--backfill-order", choices=("queue", "sjbf"), default="queue",
@@ -43,13 +46,26 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
                    help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
 
 
+def _policy_name(name: str) -> str:
+    """``--policy``: a registered queue order, ``expr:...`` or ``learned:...`` (checked when built)."""
+    from .plugins import available
+
+    if name.startswith(("expr:", "learned:")) or name in available("policies"):
+        return name
+    raise argparse.ArgumentTypeError(f"unknown policy {name!r}; available: {', '.join(available('policies'))}, "
+                                     "expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)') or "
+                                     "learned:FILE.json#k (a learn-policy file)")
+
+
 def plugin_options(args) -> dict:
     """The ``-o KEY=VALUE`` options of ``args`` as a dict (VALUE parsed as JSON when possible)."""
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep:
-            raise check.ValidationError(f"-o expects KEY=VALUE, got {item!r}")
+            # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
+            hint = f"; to set the output prefix use -e/--export, e.g. -e {item}" if hasattr(args, "export") else ""
+            raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}{hint}")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -182,7 +198,7 @@ def cmd_simulate(args) -> int:
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print(format_metrics(metrics))
-        print(f"outputs: {', '.join(files.values())} ({result.wall_time:.2f} s)")
+        print(f"outputs: {', '.join(files.values())} (simulation wall time {result.wall_time:.2f} s)")
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
@@ -294,11 +310,41 @@ class OneLineErrorParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
+        help an unrecognized argument should point to (argparse reports those at the top)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if getattr(namespace, "command_parser", None) is None:
+            namespace.command_parser = self
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            namespace.command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace
+
+
+DESCRIPTION = """\
+Batch schedulers for Batsim (FCFS, EASY, conservative and probabilistic backfilling, runtime
+predictors, job classifiers), run in an embedded Batsim-faithful simulator or served to a real Batsim."""
+
+FIRST_STEPS = """\
+first steps (from the repository):
+  batsched-ml simulate -p platforms/cluster-100.xml -w workloads/KTH-SP2-1k.json -e out/kth1k
+  batsched-ml metrics out/kth1k_jobs.csv
+each command's options: batsched-ml COMMAND --help"""
+
+
+class _TopHelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
+    """The top-level help keeps the line breaks of its description and first steps."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="batsched-ml", description=__doc__)
+    parser = OneLineErrorParser(prog="batsched-ml", description=DESCRIPTION, epilog=FIRST_STEPS,
+                                formatter_class=_TopHelpFormatter)
     parser.add_argument("--version", action="version", version=f"batsched-ml {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     p = sub.add_parser("convert", help="convert an SWF trace into a Batsim workload and platform")
     p.add_argument("trace", help="SWF file (plain or .gz)")
