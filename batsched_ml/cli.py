@@ -147,8 +147,8 @@ def _stop_status(exc) -> str:
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
     from .progress import ProgressReporter
-    from .run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, write_job_details,
-                              write_run_description)
+    from .run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
+                              write_job_details, write_run_description)
     from .runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
@@ -165,7 +165,8 @@ def cmd_simulate(args) -> int:
             scheduler = scheduler_from_args(args)
 
             def describe_run():  # once the inputs are read and the CSVs open: never left alone
-                details["run"] = write_run_description(args, args.export, plugin_options(args))
+                details["run"] = run_description_path(args.export)  # marked below, however we stop
+                write_run_description(args, args.export, plugin_options(args))
 
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
                                     progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)

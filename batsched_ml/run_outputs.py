@@ -84,6 +84,10 @@ def run_label(config: dict) -> str:
 RUNNING, COMPLETE, INTERRUPTED, TERMINATED, FAILED = "running", "complete", "interrupted", "terminated", "failed"
 
 
+def run_description_path(prefix) -> str:
+    return f"{prefix}_run.json"
+
+
 def write_run_description(args, prefix, options: dict) -> str:
     """``PREFIX_run.json``: the run's configuration, a ``label`` (used by ``plot``) and its
     ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
@@ -98,7 +102,7 @@ def write_run_description(args, prefix, options: dict) -> str:
     config["batsched_ml"] = __version__
     config["status"] = RUNNING
     output_prefix(prefix)  # a file where a directory should be gets a sentence
-    path = Path(f"{prefix}_run.json")
+    path = Path(run_description_path(prefix))
     _write_json(path, config)
     return str(path)
 
