@@ -40,7 +40,9 @@ def load_workload(path: str | Path) -> dict:
     except UnicodeDecodeError as exc:
         raise WorkloadError(f"{path}: not UTF-8 text: {exc}") from exc
     except json.JSONDecodeError as exc:
-        if _looks_like_swf(raw):
+        from .swf import looks_like_swf  # here: numpy, which reading a workload does not need
+
+        if looks_like_swf(raw):
             raise WorkloadError(f"{path}: this looks like an SWF trace, not a Batsim JSON workload: run "
                                 f"`batsched-ml convert {path} -w WORKLOAD.json` first") from None
         raise WorkloadError(
@@ -48,27 +50,6 @@ def load_workload(path: str | Path) -> dict:
         ) from exc
     validate_workload(workload, str(path))
     return workload
-
-
-def _looks_like_swf(raw: bytes) -> bool:
-    """Whether text that is not JSON starts like an SWF trace: ``;`` header comments, or a
-    line of 18 numbers (the Standard Workload Format's fields)."""
-    for line in raw[:65536].decode("utf-8", "replace").splitlines():
-        line = line.strip()
-        if line:
-            if line.startswith(";"):
-                return True
-            fields = line.split()
-            return len(fields) == 18 and all(_is_float_text(f) for f in fields)
-    return False
-
-
-def _is_float_text(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _is_number(x) -> bool:
