@@ -177,6 +177,43 @@ def test_run_json_never_exists_without_both_csvs(tmp_path, capsys, monkeypatch):
     assert json.loads((tmp_path / "run_run.json").read_text())["status"] == "interrupted"
 
 
+SLOW_RUN = """
+import sys, time
+from batsched_ml.scheduling.easy import EasyBackfilling
+original = EasyBackfilling.on_job_completed
+def slow(self, job, ctx):
+    time.sleep(0.004)
+    original(self, job, ctx)
+EasyBackfilling.on_job_completed = slow
+from batsched_ml.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_real_sigterm_finishes_both_csvs_and_marks_the_run(tmp_path):
+    import signal
+    import time
+
+    jobs = tmp_path / "slow_jobs.csv"
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_RUN, "simulate", "-p", PLATFORM, "-w", SAMPLE,
+                             "-e", str(tmp_path / "slow"), "--quiet"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not (tmp_path / "slow_run.json").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and out == ""
+    assert one_line(err).startswith("batsched-ml: terminated (SIGTERM): stopped at simulated time")
+    description = json.loads((tmp_path / "slow_run.json").read_text())
+    assert description["status"] == "terminated" and description["stopped"]["jobs_written"] < 1000
+    rows = jobs.read_text().splitlines()
+    assert rows[0].startswith("job_id,") and len(rows) - 1 == description["stopped"]["jobs_written"]
+    assert "nb_jobs" in (tmp_path / "slow_schedule.csv").read_text()
+
+
 # ------------------------------------------------------------------ §3 partial results say so
 @pytest.mark.parametrize("exc, code, status, said", [
     (KeyboardInterrupt(), 130, "interrupted", "was interrupted"),
