@@ -177,22 +177,11 @@ def test_run_json_never_exists_without_both_csvs(tmp_path, capsys, monkeypatch):
     assert json.loads((tmp_path / "run_run.json").read_text())["status"] == "interrupted"
 
 
-SLOW_RUN = """
-import sys, time
-from batsched_ml.scheduling.easy import EasyBackfilling
-original = EasyBackfilling.on_job_completed
-def slow(self, job, ctx):
-    time.sleep(0.004)
-    original(self, job, ctx)
-EasyBackfilling.on_job_completed = slow
-from batsched_ml.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def test_a_real_sigterm_finishes_both_csvs_and_marks_the_run(tmp_path):
     import signal
     import time
+
+    from test_traces import SLOW_RUN  # a run slowed down enough to be stopped mid-way
 
     jobs = tmp_path / "slow_jobs.csv"
     proc = subprocess.Popen([sys.executable, "-c", SLOW_RUN, "simulate", "-p", PLATFORM, "-w", SAMPLE,
