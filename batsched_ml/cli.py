@@ -1,4 +1,5 @@
-"""Command-line front end: ``batsched-ml convert | simulate | serve | metrics | plot | plugins | campaign``."""
+"""Command-line front end: ``batsched-ml COMMAND``; the commands and their one-line help are in
+:func:`build_parser` (``batsched-ml --help`` lists them all)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by ``simulate`` and ``serve``: they choose one scheduler."""
     g = parser.add_argument_group("scheduler")
     g.add_argument("--scheduler", default="easy", help="backfilling family: fcfs, easy, conservative, probabilistic (default easy)")
-    g.add_argument("--policy", default="fcfs", help="queue order: fcfs spf saf wfp3 unicef f1..f4 (default fcfs)")
+    g.add_argument("--policy", default="fcfs", type=_policy_name,
+                   help="queue order: fcfs spf saf wfp3 unicef f1..f4, expr:FORMULA (e.g. "
+                   "expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file; default fcfs)")
     g.add_argument("--reservations", choices=("count", "cores"), default="count",
                    help="reservation model: count = textbook (papers), cores = batsched's (default count)")
     g.add_argument("--backfill-order", choices=("queue", "sjbf"), default="queue",
@@ -43,13 +46,26 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
                    help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
 
 
+def _policy_name(name: str) -> str:
+    """``--policy``: a registered queue order, ``expr:...`` or ``learned:...`` (checked when built)."""
+    from .plugins import available
+
+    if name.startswith(("expr:", "learned:")) or name in available("policies"):
+        return name
+    raise argparse.ArgumentTypeError(f"unknown policy {name!r}; available: {', '.join(available('policies'))}, "
+                                     "expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)') or "
+                                     "learned:FILE.json#k (a learn-policy file)")
+
+
 def plugin_options(args) -> dict:
     """The ``-o KEY=VALUE`` options of ``args`` as a dict (VALUE parsed as JSON when possible)."""
     options = {}
     for item in args.option:
         key, sep, value = item.partition("=")
         if not sep:
-            raise check.ValidationError(f"-o expects KEY=VALUE, got {item!r}")
+            # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
+            hint = f"; to set the output prefix use -e/--export, e.g. -e {item}" if hasattr(args, "export") else ""
+            raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}{hint}")
         try:
             options[key] = json.loads(value)
         except json.JSONDecodeError:
@@ -83,8 +99,10 @@ def cmd_convert(args) -> int:
     from .workloads import convert_swf
 
     report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
-                         missing_walltime=args.missing_walltime)
+                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty)
     print(report)
+    for warning in report.all_warnings():
+        print(f"batsched-ml: warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -107,18 +125,30 @@ def _interruptible():
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-def _interrupted(exc) -> int:
+def _interrupted(exc, nothing_written: bool = False) -> int:
     partial = getattr(exc, "partial_outputs", None)
     what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
     detail = f": {partial.describe()}" if partial is not None else ""
+    if partial is None and nothing_written:
+        detail = " before the simulation started: nothing was written"
     print(f"batsched-ml: {what}{detail}", file=sys.stderr)
     return 130
+
+
+def _stop_status(exc) -> str:
+    """How a run that raised ``exc`` ended, for PREFIX_run.json."""
+    from . import run_outputs
+
+    if isinstance(exc, _Terminated):
+        return run_outputs.TERMINATED
+    return run_outputs.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else run_outputs.FAILED
 
 
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
     from .progress import ProgressReporter
-    from .run_outputs import complete_report, rejection_summary, write_job_details, write_run_description
+    from .run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
+                              write_job_details, write_run_description)
     from .runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
@@ -133,14 +163,26 @@ def cmd_simulate(args) -> int:
             report = {}
         else:
             scheduler = scheduler_from_args(args)
-            details["run"] = write_run_description(args, args.export, plugin_options(args))
+
+            def describe_run():  # once the inputs are read and the CSVs open: never left alone
+                details["run"] = run_description_path(args.export)  # marked below, however we stop
+                write_run_description(args, args.export, plugin_options(args))
+
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs)
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
             report = scheduler.report()
             details.update(write_job_details(scheduler, args.export))
             rejected = core.rejected
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc)
+            mark_run(details["run"], COMPLETE)
+    except BaseException as exc:
+        if "run" in details:
+            try:
+                mark_run(details["run"], _stop_status(exc), getattr(exc, "partial_outputs", None))
+            except (OSError, ValueError):  # keep the original error
+                pass
+        if isinstance(exc, KeyboardInterrupt):
+            return _interrupted(exc, nothing_written=not args.connect and "run" not in details)
+        raise
     finally:
         restore()
         progress.close()
@@ -157,7 +199,7 @@ def cmd_simulate(args) -> int:
         print(json.dumps(out, sort_keys=True, default=float))
     else:
         print(format_metrics(metrics))
-        print(f"outputs: {', '.join(files.values())} ({result.wall_time:.2f} s)")
+        print(f"outputs: {', '.join(files.values())} (simulation wall time {result.wall_time:.2f} s)")
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
@@ -184,9 +226,20 @@ def cmd_serve(args) -> int:
     return serve(args, scheduler_from_args(args))
 
 
+def _warn_if_partial(*jobs_csvs) -> None:
+    """One ``warning:`` line on stderr for each jobs CSV whose run did not reach its end."""
+    from .run_outputs import partial_run_warning
+
+    for path in jobs_csvs:
+        warning = partial_run_warning(path)
+        if warning:
+            print(f"batsched-ml: warning: {warning}", file=sys.stderr)
+
+
 def cmd_metrics(args) -> int:
     from .analysis import compute_metrics, format_metrics
 
+    _warn_if_partial(args.jobs_csv)
     metrics = compute_metrics(args.jobs_csv, taus=tuple(args.tau), nb_cores=args.nb_cores)
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
@@ -197,6 +250,7 @@ def cmd_plot(args) -> int:
 
     import warnings
 
+    _warn_if_partial(*args.jobs_csv)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
@@ -207,20 +261,21 @@ def cmd_plot(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .analysis.checker import check_files
+    from .analysis.checker import check_files, violation_lines
 
     nb_cores = args.nb_cores
     if args.platform is not None:
         from .workloads import read_platform
 
         nb_cores = read_platform(args.platform).nb_hosts
+    _warn_if_partial(args.jobs_csv)
     violations = check_files(args.jobs_csv, args.workload, nb_cores, idle_slack=args.idle_slack,
                              fcfs_head=args.fcfs_head)
     if args.json:
         print(json.dumps([{"kind": v.kind, "job": v.job, "message": v.message} for v in violations]))
     else:
-        for v in violations:
-            print(v)
+        for line in violation_lines(violations):
+            print(line)
         print(f"{len(violations)} violation(s)" if violations else "valid: no violation found")
     return 1 if violations else 0
 
@@ -256,11 +311,41 @@ class OneLineErrorParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
 
+    def parse_known_args(self, args=None, namespace=None):
+        """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
+        help an unrecognized argument should point to (argparse reports those at the top)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if getattr(namespace, "command_parser", None) is None:
+            namespace.command_parser = self
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            namespace.command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace
+
+
+DESCRIPTION = """\
+Batch schedulers for Batsim (FCFS, EASY, conservative and probabilistic backfilling, runtime
+predictors, job classifiers), run in an embedded Batsim-faithful simulator or served to a real Batsim."""
+
+FIRST_STEPS = """\
+first steps (from the repository):
+  batsched-ml simulate -p platforms/cluster-100.xml -w workloads/KTH-SP2-1k.json -e out/kth1k
+  batsched-ml metrics out/kth1k_jobs.csv
+each command's options: batsched-ml COMMAND --help"""
+
+
+class _TopHelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
+    """The top-level help keeps the line breaks of its description and first steps."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineErrorParser(prog="batsched-ml", description=__doc__)
+    parser = OneLineErrorParser(prog="batsched-ml", description=DESCRIPTION, epilog=FIRST_STEPS,
+                                formatter_class=_TopHelpFormatter)
     parser.add_argument("--version", action="version", version=f"batsched-ml {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
 
     p = sub.add_parser("convert", help="convert an SWF trace into a Batsim workload and platform")
     p.add_argument("trace", help="SWF file (plain or .gz)")
@@ -268,12 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML")
     p.add_argument("--max-jobs", type=arg(check.positive_int, "--max-jobs", integer=True), default=None,
                    help="keep only the first N usable jobs (default: all)")
-    p.add_argument("--nodes", type=arg(check.positive_int, "--nodes", integer=True), default=None,
+    p.add_argument("--nodes", type=arg(check.machine_size, "--nodes", integer=True), default=None,
                    help="machine size (default: the header's MaxProcs)")
     p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
                    help="walltime of a job without a requested time: its run time (default, as the golden "
                    "files; backfilling then knows its run time exactly), the trace's largest requested "
                    "time, or drop the job")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="write the workload even when no job of the trace is usable (default: an error, exit 2)")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
@@ -358,13 +445,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout_closed() -> bool:
+    """Whether whoever read our standard output has gone (``| head``): poll reports an error on
+    a pipe without a reader. A broken pipe elsewhere (a worker, a socket) stays an error."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows), stdout replaced (tests)
+        return True
+
+
+def _quiet_end_of_pipe() -> int:
+    """``batsched-ml ... | head`` is a normal end: exit 0, nothing more on the closed pipe (its
+    last flush at exit would fail again)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 0
+
+
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _quiet_end_of_pipe()
+
+
+def _main(argv) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:
+        sys.stdout.flush()  # --help into a closed pipe: told here, not at exit
+        raise
     if getattr(args, "tau", "unset") is None:
         args.tau = [10.0, 60.0]
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe is found here, within the handlers below
+        return code
+    except BrokenPipeError:
+        raise
     except Exception as exc:
         from .errors import USER_ERRORS  # here, not at start-up: it imports every module with errors
 

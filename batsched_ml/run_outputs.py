@@ -1,14 +1,18 @@
 """What ``simulate`` writes and says besides Batsim's two files: per-job detail tables
 (``PREFIX_classes.csv``, ``PREFIX_predictions.csv``) so that ``--json`` stays a summary, the
-scheduler report completed from the metrics (one definition of wasted work), and a short
-account of rejected jobs."""
+scheduler report completed from the metrics (one definition of wasted work), a short
+account of rejected jobs, and ``PREFIX_run.json``: the run's configuration and whether it
+ran to its end, so that the tools reading a jobs CSV can say when it holds only part of a run."""
 
 from __future__ import annotations
 
 import csv
+import json
 from collections import Counter
+from pathlib import Path
 
-__all__ = ["write_job_details", "complete_report", "rejection_summary"]
+__all__ = ["write_job_details", "complete_report", "rejection_summary", "write_run_description", "mark_run",
+           "partial_run_warning"]
 
 PER_JOB_KEYS = (("classification", "jobs"),)  # report entries moved to per-job files
 
@@ -75,11 +79,18 @@ def run_label(config: dict) -> str:
     return ", ".join(parts)
 
 
-def write_run_description(args, prefix, options: dict) -> str:
-    """``PREFIX_run.json``: the run's configuration and a ``label`` (used by ``plot``)."""
-    import json
-    from pathlib import Path
+# ``status`` of PREFIX_run.json: RUNNING when written, at the start; COMPLETE once both CSVs hold
+# the whole run; else how it stopped (the CSVs then hold the jobs that had ended).
+RUNNING, COMPLETE, INTERRUPTED, TERMINATED, FAILED = "running", "complete", "interrupted", "terminated", "failed"
 
+
+def run_description_path(prefix) -> str:
+    return f"{prefix}_run.json"
+
+
+def write_run_description(args, prefix, options: dict) -> str:
+    """``PREFIX_run.json``: the run's configuration, a ``label`` (used by ``plot``) and its
+    ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
     from . import __version__
     from .validation import output_prefix
 
@@ -89,7 +100,59 @@ def write_run_description(args, prefix, options: dict) -> str:
     config["workloads"] = [str(w) for w in args.workload]
     config["label"] = run_label(config)
     config["batsched_ml"] = __version__
+    config["status"] = RUNNING
     output_prefix(prefix)  # a file where a directory should be gets a sentence
-    path = Path(f"{prefix}_run.json")
-    path.write_text(json.dumps(config, sort_keys=True, indent=1) + "\n")
+    path = Path(run_description_path(prefix))
+    _write_json(path, config)
     return str(path)
+
+
+def mark_run(path, status: str, partial=None) -> None:
+    """Record how the run of ``path`` (its PREFIX_run.json) ended; ``partial``: the
+    simulator's ``PartialOutputs`` of a run stopped early (what the CSVs hold)."""
+    path = Path(path)
+    config = json.loads(path.read_text())
+    config["status"] = status
+    if partial is not None:
+        config["stopped"] = {"sim_time": partial.sim_time, "jobs_written": partial.jobs_written,
+                             "pending": partial.pending, "not_submitted": partial.not_submitted}
+    _write_json(path, config)
+
+
+def _write_json(path: Path, config: dict) -> None:
+    path.write_text(json.dumps(config, sort_keys=True, indent=1) + "\n")
+
+
+def run_description(jobs_csv) -> dict | None:
+    """The PREFIX_run.json next to ``PREFIX_jobs.csv`` (or ``.csv.gz``), None when there is none
+    or it cannot be read (a real Batsim run has none)."""
+    path = Path(jobs_csv)
+    for suffix in ("_jobs.csv", "_jobs.csv.gz"):
+        if path.name.endswith(suffix):
+            try:
+                config = json.loads(path.with_name(path.name[: -len(suffix)] + "_run.json").read_text())
+            except (OSError, ValueError):
+                return None
+            return config if isinstance(config, dict) else None
+    return None
+
+
+def partial_run_warning(jobs_csv) -> str | None:
+    """A sentence when ``jobs_csv`` belongs to a run that did not reach its end (its
+    PREFIX_run.json says so), for the tools that read it (metrics, plot, check); else None.
+    Runs written before the status existed, and real Batsim's, give None."""
+    config = run_description(jobs_csv) or {}
+    status = config.get("status")
+    if status is None or status == COMPLETE:
+        return None
+    if status == RUNNING:
+        return (f"{jobs_csv} belongs to a run that has not finished (still running, or killed): "
+                "it holds only the jobs that had ended")
+    how = {INTERRUPTED: "was interrupted", TERMINATED: "was terminated (SIGTERM)",
+           FAILED: "stopped on an error"}.get(status, f"ended as {status!r}")
+    stopped = config.get("stopped")
+    missing = ""
+    if isinstance(stopped, dict):
+        missing = (f" at simulated time {stopped.get('sim_time', 0):.0f} s: {stopped.get('pending', '?')} jobs "
+                   f"queued or running and {stopped.get('not_submitted', '?')} not yet submitted are not in it")
+    return f"{jobs_csv} is partial: its run {how}{missing}"

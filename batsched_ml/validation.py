@@ -94,6 +94,21 @@ def seed(value, name: str = "seed") -> int:
                         meaning="seed of every random component")
 
 
+def max_cores() -> int:
+    """The largest machine batsched-ml handles: the protocol's limit, which ``serve`` applies to
+    Batsim's SIMULATION_BEGINS (``protocol.codec.MAX_CORE_ID``), so every command agrees with it."""
+    from .protocol.codec import MAX_CORE_ID
+
+    return MAX_CORE_ID + 1
+
+
+def machine_size(value, name: str = "cores") -> int:
+    """A machine's core count: 1 to :func:`max_cores`. A larger one is refused before anything
+    is built (a platform of 10^8 hosts would take gigabytes before the first job)."""
+    return check_number(value, name, low=1, high=max_cores(), integer=True,
+                        meaning="the most cores batsched-ml handles, as serve")
+
+
 def starvation_threshold(value, name: str = "starvation_threshold") -> float | None:
     return non_negative(value, name, "seconds a job may wait before it moves to the head of the queue",
                         allow_none=True)

@@ -125,7 +125,7 @@ def _check_lifecycles(by_job: dict, workloads, rejected, tol: float, out: list) 
             profiles = w.get("profiles", {})
             for job in w["jobs"]:
                 expected[f"{wname}!{job['id']}"] = (job, profiles.get(job["profile"]))
-        for job_id in expected.keys() - by_job.keys():
+        for job_id in [j for j in expected if j not in by_job]:  # in workload order, run after run
             out.append(Violation("missing", job_id, "in the workload but not in the output"))
     for job_id, tries in by_job.items():
         tries.sort(key=lambda a: a.number)
@@ -289,6 +289,20 @@ def _check_head_waits(attempts: list, nb_cores: int, slack: float, out: list) ->
             until = "the end" if math.isinf(following) else f"{following:f}"
             out.append(Violation("head-wait", heads[0].id, f"first in submission order, it fitted in the "
                                  f"{nb_cores - busy} free cores from {since:f} to {until} but waited"))
+
+
+def violation_lines(violations: list[Violation], first: int = 20) -> list[str]:
+    """The violations as lines, at most ``first`` of each kind, then one line per kind that had
+    more (``... and 18,551 more missing``): a partial run can miss thousands of jobs."""
+    shown: dict[str, int] = {}
+    lines = []
+    for v in violations:
+        shown[v.kind] = shown.get(v.kind, 0) + 1
+        if shown[v.kind] <= first:
+            lines.append(str(v))
+    lines += [f"... and {count - first:,} more {kind} (--json lists them all)"
+              for kind, count in shown.items() if count > first]
+    return lines
 
 
 def check_files(jobs_csv, workload_paths=(), nb_cores: int | None = None, **options) -> list[Violation]:

@@ -183,6 +183,7 @@ class DecisionCore:
         job.final_state = event.job_state
         job.end_time = event.timestamp
         self.scheduler.on_job_completed(job, ctx)
+        job.alloc = 0  # its cores are free: an ended job keeping a bitmask would cost O(machine) each
 
     # --------------------------------------------------------------- queries
     def pending_jobs(self) -> list:

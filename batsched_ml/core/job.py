@@ -38,7 +38,7 @@ class Job:
     state: str = QUEUED
     start_time: float = -1.0
     end_time: float = -1.0
-    alloc: int = 0  # bitmask of allocated cores
+    alloc: int = 0  # bitmask of its cores while it runs (0 once it ended: memory per job stays O(1))
     final_state: str = ""
     attempt: int = 0
     original_id: str = ""  # id of the first attempt

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .regression import BASES, OPERATORS, all_shapes, fit_shape, policy_document
+from .regression import BASES, OPERATORS, all_shapes, fit_shape, policy_document, readable
 from .trials import draw_tuples, trial_scores
 
 SCORE_FIELDS = ("tuple", "runtime", "cores", "submit", "score")
@@ -108,7 +108,6 @@ def learn_policy(cores: int, tuples: int, trials: int, seed: int, output: str | 
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(doc, indent=1) + "\n")
     for entry in doc["functions"]:
-        shown = entry.get("simplified") or entry["expression"]
-        log(f"#{entry['rank']:<3} rank error {entry['rank_error']:.6g}  {shown}")
+        log(f"#{entry['rank']:<3} rank error {entry['rank_error']:.6g}  {readable(entry)}")
     log(f"wrote {output}")
     return doc

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -37,10 +37,12 @@ class Shape:
         with np.errstate(all="ignore"):
             return OPERATORS[self.op2](OPERATORS[self.op1](a, b), g)
 
-    def expression(self, c) -> str:
-        """The fitted function as an ``expr:`` formula (full precision, same grouping)."""
+    def expression(self, c, digits: int | None = None) -> str:
+        """The fitted function as an ``expr:`` formula, same grouping: full precision (the policy
+        file's), or rounded to ``digits`` significant digits for reading (``6.37e-07*r``)."""
         def term(coef, base, var):
-            return f"{coef!r}*{base}({var})" if base != "id" else f"{coef!r}*{var}"
+            coef = repr(coef) if digits is None else f"{coef:.{digits}g}"
+            return f"{coef}*{base}({var})" if base != "id" else f"{coef}*{var}"
         return (f"({term(c[0], self.alpha, 'r')} {self.op1} {term(c[1], self.beta, 'n')}) "
                 f"{self.op2} {term(c[2], self.gamma, 's')}")
 
@@ -88,6 +90,15 @@ class Fit:
         if simple:
             d["simplified"] = simple
         return d
+
+
+def readable(entry: dict, digits: int = 3) -> str:
+    """A function of a policy file as ``learn-policy`` shows it: Table 3's form when it has one,
+    else its formula with ``digits`` significant digits (the file keeps full precision)."""
+    if entry.get("simplified"):
+        return entry["simplified"]
+    shape = Shape(**{f.name: entry[f.name] for f in fields(Shape)})
+    return shape.expression(entry["coefficients"], digits)
 
 
 def _prepare(r, n, s):

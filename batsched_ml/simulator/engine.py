@@ -36,6 +36,7 @@ the in-process decision core or a remote one behind ZeroMQ.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from collections import deque
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 
 from ..protocol import events as ev
 from ..protocol.coreset import format_mask
+from ..validation import machine_size
 from .outputs import JobsTracer
 
 
@@ -66,7 +68,7 @@ class SimJob:
     start_ns: int = -1
     subtime_ns: int = 0
     runtime: float = 0.0
-    alloc: int = 0
+    alloc: int = 0  # bitmask of its cores while it runs; 0 once it ended (see _record_end)
     alloc_text: str = ""  # the allocation as Batsim writes it, once the job ended
     final_state: str = ""
     metadata: str = ""
@@ -112,6 +114,11 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
+def _output(prefix: str | None, kind: str) -> str | None:
+    """``PREFIX_jobs.csv`` / ``PREFIX_schedule.csv`` (None without a prefix: rows kept in memory)."""
+    return None if prefix is None else f"{prefix}_{kind}.csv"
+
+
 @dataclass
 class SimulationResult:
     end_time: float
@@ -153,6 +160,19 @@ class SimStatus:
     running: int
     messages: int
     done: bool = False
+
+
+def _compute_resources(names) -> list:
+    """SIMULATION_BEGINS's ``compute_resources``, built with the cyclic garbage collector paused:
+    8M new dicts on a 4M-core machine would trigger collections walking all of them again and
+    again (19 of 26 s). A real list: the codec writes it (``--connect``, transcripts)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [{"id": i, "name": n, "state": "idle", "properties": {"role": ""}} for i, n in enumerate(names)]
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # Internal message kinds (what the server receives).
@@ -233,7 +253,7 @@ class Simulator:
     def __init__(self, nb_hosts: int, workloads, *, host_names=None, dynamic_jobs: bool = False,
                  profile_reuse: bool = False, progress=None, latency: Latency = BATSIM_LATENCY):
         """``workloads``: list of (name, Batsim workload dict); names are ``w0``, ``w1``... in Batsim."""
-        self.nb_hosts = nb_hosts
+        self.nb_hosts = machine_size(nb_hosts, "nb_hosts")
         self.host_names = host_names or [f"node{i}" for i in range(nb_hosts)]
         self.dynamic_jobs = dynamic_jobs
         self.profile_reuse = profile_reuse
@@ -280,11 +300,13 @@ class Simulator:
             self._mailbox.append((latency, kind, payload, on_sent))
 
     # ---------------------------------------------------------------- run
-    def run(self, scheduler, prefix: str | None = None) -> SimulationResult:
+    def run(self, scheduler, prefix: str | None = None, on_start=None) -> SimulationResult:
         """Simulate to the end; with ``prefix``, write ``PREFIX_jobs.csv`` (streamed as jobs end)
         and ``PREFIX_schedule.csv``. If anything stops the run early (an error, Ctrl-C), both
         files are still finished with what is known and the exception carries a
-        :class:`PartialOutputs` as ``partial_outputs`` before it propagates."""
+        :class:`PartialOutputs` as ``partial_outputs`` before it propagates. ``on_start()`` runs
+        once the jobs file is open, before the first event: whatever it writes (the CLI's
+        ``PREFIX_run.json``) is never left without both files."""
         started = time.perf_counter()
         self._heap: list = []
         self._seq = 0
@@ -294,8 +316,7 @@ class Simulator:
         self._loopback = _ns(lat.loopback + lat.loopback_transfer)
         self._node_to_master = _ns(lat.node_to_master + lat.node_transfer)
         self._busy = 0  # busy cores bitmask
-        jobs_csv = None if prefix is None else f"{prefix}_jobs.csv"
-        self._tracer = JobsTracer(self.nb_hosts, path=jobs_csv)
+        self._tracer = None  # opened in the try below: an early stop finishes it
         self._registration_open = self.dynamic_jobs
         self._scheduler = scheduler
         self._events: list = []  # gathered for the next message
@@ -312,7 +333,11 @@ class Simulator:
         self._progress_at = 0
         self._now = 0
         try:
+            self._tracer = JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
+            if on_start is not None:
+                on_start()
             error, unfinished = self._simulate()
+            result = self._finish(prefix, started, unfinished)
         except BaseException as exc:
             partial = self._finish_partial(prefix, started)
             try:
@@ -320,6 +345,12 @@ class Simulator:
             except AttributeError:  # an exception type without a __dict__: the files are written anyway
                 pass
             raise
+        if error:
+            raise SimulationError(error)
+        return result
+
+    def _finish(self, prefix, started, unfinished) -> SimulationResult:
+        """The end of a run: jobs left unfinished written, both files closed, the result."""
         end_time = self._now / 1e9
         for job in unfinished:
             self._tracer.unfinished(job)
@@ -331,11 +362,8 @@ class Simulator:
                                   messages=self.messages)
         self._tracer.close()
         if prefix is not None:
-            result.jobs_csv = jobs_csv
-            result.schedule_csv = f"{prefix}_schedule.csv"
+            result.jobs_csv, result.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
             self._tracer.write_schedule(result.schedule_csv, schedule)
-        if error:
-            raise SimulationError(error)
         return result
 
     def _simulate(self):
@@ -348,8 +376,7 @@ class Simulator:
             allow_compute_sharing=False,
             config={"dynamic-jobs-enabled": self.dynamic_jobs, "dynamic-jobs-acknowledged": False,
                     "profile-reuse-enabled": self.profile_reuse, "profiles-forwarded-on-submission": False},
-            compute_resources=[{"id": i, "name": n, "state": "idle", "properties": {"role": ""}}
-                               for i, n in enumerate(self.host_names)],
+            compute_resources=_compute_resources(self.host_names),
             workloads={name: w.get("source", name) for name, w in self.workloads},
             profiles={name: dict(p) for name, p in self.profiles.items()})
         self._events.append(begins)
@@ -388,16 +415,16 @@ class Simulator:
     def _finish_partial(self, prefix, started) -> "PartialOutputs":
         """After an early stop: close the jobs file (the jobs that ended) and write the schedule
         file as of now. Jobs still queued or running are not written (they have no final state)."""
-        tracer = self._tracer
         end_time = self._now / 1e9
         pending = sum(1 for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING"))
         not_submitted = sum(1 for j in self.jobs.values() if j.state == "NOT_SUBMITTED")
-        partial = PartialOutputs(end_time, tracer.nb_jobs, pending, not_submitted)
+        partial = PartialOutputs(end_time, 0, pending, not_submitted)
         try:
+            tracer = self._tracer or JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
+            partial.jobs_written = tracer.nb_jobs
             tracer.close()
             if prefix is not None:
-                partial.jobs_csv = f"{prefix}_jobs.csv"
-                partial.schedule_csv = f"{prefix}_schedule.csv"
+                partial.jobs_csv, partial.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
                 schedule = tracer.schedule_values(end_time, self.scheduling_time, time.perf_counter() - started)
                 tracer.write_schedule(partial.schedule_csv, schedule)
         except OSError:  # the disk itself may be the problem: keep the original error
@@ -500,13 +527,20 @@ class Simulator:
 
     # ------------------------------------------------------------ jobs
     def _on_completed(self, t: float, job: SimJob) -> None:
+        # Batsim's return codes: 0 on success, -1 at the walltime.
+        code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
+        self._events.append(self._record_end(t, job, job.final_state, code))
+
+    def _record_end(self, t: int, job: SimJob, state: str, code: int) -> ev.JobCompleted:
+        """Write a job that ran and ended, and return its JOB_COMPLETED. The job then keeps its
+        allocation as text only: a bitmask costs up to a bit per core of the machine, per job."""
         self._nb_running -= 1
         self._nb_ended += 1
         job.alloc_text = format_mask(job.alloc)
         self._tracer.job_ended(job)
-        # Batsim's return codes: 0 on success, -1 at the walltime.
-        code = 0 if job.final_state == ev.COMPLETED_SUCCESSFULLY else -1
-        self._events.append(ev.JobCompleted(_stamp(t), job.id, job.final_state, code, job.alloc_text, job.alloc))
+        event = ev.JobCompleted(_stamp(t), job.id, state, code, job.alloc_text, job.alloc)
+        job.alloc = 0
+        return event
 
     def _job_ends(self, job: SimJob, t: float) -> None:
         """The job's actor wakes up at its end (unless it was killed) and tells the server."""
@@ -641,11 +675,7 @@ class Simulator:
         job_ids, killed, progress = payload
         self._killers -= 1
         for job in killed:
-            self._nb_running -= 1
-            self._nb_ended += 1
-            job.alloc_text = format_mask(job.alloc)
-            self._tracer.job_ended(job)
-            self._events.append(ev.JobCompleted(_stamp(t), job.id, ev.COMPLETED_KILLED, -1, job.alloc_text, job.alloc))
+            self._events.append(self._record_end(t, job, ev.COMPLETED_KILLED, -1))
         self._events.append(ev.JobKilled(_stamp(t), job_ids, progress))
 
     def _require_dynamic(self, what: str) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import non_negative_int
+from ..validation import machine_size, non_negative_int
 from .swf import SwfTrace, read_swf
 from .timezone import resolve_time_zone
 
@@ -55,7 +55,7 @@ class ConversionReport:
     nb_res_source: str        # "nodes", "MaxProcs", "MaxNodes" or "largest job"
     nb_profiles: int
     bad_lines: int            # lines the reader skipped (strict=False)
-    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what may make the workload wrong (stderr)
     walltime_filled: int = 0  # kept jobs without a requested time, given one by missing_walltime
     missing_walltime: str = "runtime"
     time_zone: str = "UTC"    # what calendar features use: a tz name, "UTC+01:00" or "UTC"
@@ -91,12 +91,20 @@ class ConversionReport:
             f"  nb_res {self.nb_res} (from {self.nb_res_source}), {self.capped} jobs capped, "
             f"{self.run_time_clipped} run times clipped to walltime, {self.nb_profiles} profiles",
             f"  jobs without a requested time: {self._missing_words()}",
-            f"  {self.time_zone_note}" if self.time_zone_note else f"  time zone {self.time_zone}",
+            f"  {self.time_zone_note}" if self.time_zone_note and not self._zone_warning() else
+            f"  time zone {self.time_zone}",
         ]
         if self.bad_lines:
             lines.append(f"  {self.bad_lines} malformed lines skipped by the reader")
-        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+    def _zone_warning(self) -> bool:
+        return self.time_zone_note.startswith("warning: ")
+
+    def all_warnings(self) -> list[str]:
+        """The sentences ``convert`` prints on stderr (``str(report)`` is the report itself)."""
+        zone = [self.time_zone_note.removeprefix("warning: ")] if self._zone_warning() else []
+        return zone + self.warnings
 
 
 def profile_name(run_time: float) -> str:
@@ -105,17 +113,19 @@ def profile_name(run_time: float) -> str:
 
 
 def _machine_size(trace: SwfTrace, nodes: int | None, procs: np.ndarray) -> tuple[int, str]:
+    """The machine's cores and where the number comes from; one larger than batsched-ml
+    handles is refused here, before a platform is written."""
     if nodes is not None:
-        if nodes <= 0:
-            raise ValueError(f"nodes must be positive, got {nodes}")
-        return int(nodes), "nodes"
+        return machine_size(nodes, "nodes"), "nodes"
     for key in ("MaxProcs", "MaxNodes"):
         value = trace.header_int(key)
         if value is not None and value > 0:
-            return value, key
+            return machine_size(value, f"{trace.name}: the header's {key} (give --nodes to override it)"), key
     # No usable header (e.g. METACENTRUM-2009-2 as shipped): the machine must at
     # least hold the largest job, so nothing is capped.
-    return (int(procs.max()) if len(procs) else 1), "largest job"
+    largest = machine_size(int(procs.max()) if len(procs) else 1,
+                           f"{trace.name}: the largest job's processors (give --nodes to cap them)")
+    return largest, "largest job"
 
 
 def swf_to_workload(
@@ -170,17 +180,17 @@ def swf_to_workload(
     submit = k["submit_time"]
     subtime = submit - submit[0] if len(submit) else submit
 
-    notes = []
+    warnings = []
     if not len(k):
-        notes.append("warning: no job kept, the workload is empty")
+        warnings.append("no job kept, the workload is empty")
     if len(subtime) and subtime.min() < 0:
-        notes.append(f"{int((subtime < 0).sum())} jobs submitted before the first kept job "
+        warnings.append(f"{int((subtime < 0).sum())} jobs submitted before the first kept job "
                      "(trace not sorted by submit time): negative subtimes")
     ids = k["job_id"].astype(np.int64)
     if len(np.unique(ids)) != len(ids):
-        notes.append(f"{len(ids) - len(np.unique(ids))} duplicate SWF job numbers")
+        warnings.append(f"{len(ids) - len(np.unique(ids))} duplicate SWF job numbers")
     if np.any(ids != k["job_id"]):
-        notes.append("non-integral SWF job numbers were truncated")
+        warnings.append("non-integral SWF job numbers were truncated")
 
     names: list[str] = []
     profiles: dict[str, dict] = {}
@@ -230,7 +240,7 @@ def swf_to_workload(
         nb_res_source=nb_res_source,
         nb_profiles=len(profiles),
         bad_lines=len(trace.bad_lines),
-        notes=notes,
+        warnings=warnings,
         walltime_filled=int(filled.sum()),
         missing_walltime=missing_walltime,
         time_zone=zone.label,
@@ -251,13 +261,20 @@ def convert_swf(
     max_jobs: int | None = None,
     nodes: int | None = None,
     missing_walltime: str = "runtime",
+    allow_empty: bool = False,
 ) -> ConversionReport:
-    """Read, clean and write a trace (and a matching platform): the CLI's ``convert``."""
-    from .loader import write_workload
+    """Read, clean and write a trace (and a matching platform): the CLI's ``convert``. A trace
+    without any usable job is an error (nothing is written) unless ``allow_empty``."""
+    from .loader import WorkloadError, write_workload
     from .platform import write_platform
 
     workload, report = swf_to_workload(read_swf(swf_path), max_jobs=max_jobs, nodes=nodes,
                                        missing_walltime=missing_walltime)
+    if not report.kept and not allow_empty:
+        skipped = ", ".join(f"{count} {reason}" for reason, count in report.skipped.items() if count)
+        why = f": {skipped}" if skipped else ""
+        raise WorkloadError(f"{swf_path}: no usable job ({report.read} job lines read{why}): nothing "
+                            "written (--allow-empty writes the empty workload anyway)")
     write_workload(workload, workload_out)
     if platform_out is not None:
         write_platform(report.nb_res, platform_out)

@@ -40,6 +40,11 @@ def load_workload(path: str | Path) -> dict:
     except UnicodeDecodeError as exc:
         raise WorkloadError(f"{path}: not UTF-8 text: {exc}") from exc
     except json.JSONDecodeError as exc:
+        from .swf import looks_like_swf  # here: numpy, which reading a workload does not need
+
+        if looks_like_swf(raw):
+            raise WorkloadError(f"{path}: this looks like an SWF trace, not a Batsim JSON workload: run "
+                                f"`batsched-ml convert {path} -w WORKLOAD.json` first") from None
         raise WorkloadError(
             f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc

@@ -33,6 +33,7 @@ import math
 
 import numpy as np
 
+from ..validation import machine_size
 from .swf import SWF_DTYPE, SwfTrace
 
 __all__ = ["DEFAULTS", "ESTIMATE_VALUES", "generate_lublin", "lublin_jobs", "user_estimates"]
@@ -140,8 +141,9 @@ def user_estimates(runtimes: np.ndarray, rng: np.random.Generator, exact_prob: f
 
 def lublin_jobs(cores: int, jobs: int, seed: int = 0, **params) -> np.ndarray:
     """The model's jobs as an SWF record array (fields of ``SWF_FIELDS``), in arrival order."""
-    if cores < 1 or jobs < 1:
-        raise ValueError(f"cores and jobs must be positive, got cores={cores}, jobs={jobs}")
+    machine_size(cores, "cores")  # before anything is built for an impossible machine
+    if jobs < 1:
+        raise ValueError(f"jobs must be positive, got {jobs}")
     unknown = sorted(set(params) - set(DEFAULTS))
     if unknown:
         raise ValueError(f"unknown Lublin model parameters {unknown}; known: {', '.join(DEFAULTS)}")

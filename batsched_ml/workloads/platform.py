@@ -16,6 +16,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..validation import machine_size
+
 __all__ = ["Platform", "PlatformError", "read_platform", "write_platform", "parse_radical"]
 
 _NON_COMPUTE_ROLES = ("master", "storage")
@@ -36,7 +38,12 @@ class Platform:
 
 def parse_radical(radical: str) -> list[int]:
     """``"0-3,8,10-12"`` -> ``[0, 1, 2, 3, 8, 10, 11, 12]`` (SimGrid radical syntax)."""
-    out: list[int] = []
+    return [i for lo, hi in radical_ranges(radical) for i in range(lo, hi + 1)]
+
+
+def radical_ranges(radical: str) -> list[tuple[int, int]]:
+    """``"0-3,8"`` -> ``[(0, 3), (8, 8)]``: what a radical spans, counted before it is expanded."""
+    out: list[tuple[int, int]] = []
     for part in radical.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m:
@@ -45,7 +52,7 @@ def parse_radical(radical: str) -> list[int]:
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise ValueError(f"bad radical {radical!r}: {lo}-{hi} is decreasing")
-        out.extend(range(lo, hi + 1))
+        out.append((lo, hi))
     return out
 
 
@@ -81,10 +88,11 @@ def read_platform(path: str | Path) -> Platform:
             if radical is None:
                 raise PlatformError(f"{path}: {tag} {ident!r} has no 'radical'")
             try:
-                numbers = parse_radical(radical)
+                ranges = radical_ranges(radical)
             except ValueError as exc:
                 raise PlatformError(f"{path}: {tag} {ident!r}: {exc}") from exc
-            names.extend(f"{prefix}{i}{suffix}" for i in numbers)
+            _check_size(path, len(names) + sum(hi - lo + 1 for lo, hi in ranges))
+            names.extend(f"{prefix}{i}{suffix}" for lo, hi in ranges for i in range(lo, hi + 1))
         elif tag == "host":
             ident = elem.get("id")
             if not ident:
@@ -94,11 +102,20 @@ def read_platform(path: str | Path) -> Platform:
             names.append(ident)
     if not names:
         raise PlatformError(f"{path}: no compute host (only master/storage hosts, or none)")
+    _check_size(path, len(names))  # <host> elements count one by one
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})[:5]
         raise PlatformError(f"{path}: duplicate host names {dup}")
     names.sort()  # Batsim's resource ids follow the lexicographic order of names
     return Platform(nb_hosts=len(names), host_names=names, path=str(path))
+
+
+def _check_size(path, nb_hosts: int) -> None:
+    """Refuse a machine larger than batsched-ml handles before its host names are built."""
+    try:
+        machine_size(nb_hosts, "its number of compute hosts")
+    except ValueError as exc:
+        raise PlatformError(f"{path}: {exc}") from None
 
 
 def _is_master(*names: str) -> bool:
@@ -124,8 +141,7 @@ _TEMPLATE = """<?xml version='1.0'?>
 
 def write_platform(nb_hosts: int, path: str | Path) -> None:
     """Homogeneous cluster ``node0..node{n-1}`` + ``master_host0``, as the golden files."""
-    if int(nb_hosts) != nb_hosts or nb_hosts < 1:
-        raise ValueError(f"nb_hosts must be a positive integer, got {nb_hosts!r}")
+    nb_hosts = machine_size(nb_hosts, "nb_hosts")
     path = Path(path)
     if not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SWF_FIELDS", "SwfFormatError", "SwfTrace", "read_swf", "read_bytes"]
+__all__ = ["SWF_FIELDS", "SwfFormatError", "SwfTrace", "read_swf", "read_bytes", "looks_like_swf"]
 
 # The 18 standard SWF fields, in file order (1-based field k is SWF_FIELDS[k-1]).
 SWF_FIELDS = (
@@ -187,6 +187,19 @@ def _slow_parse(lines: list[str]) -> tuple[np.ndarray, list[tuple[int, str, str]
         rows.append(values)
     table = np.array(rows, dtype=np.float64).reshape(-1, len(SWF_FIELDS))
     return _as_records(table), bad
+
+
+def looks_like_swf(raw: bytes) -> bool:
+    """Whether a file starts like an SWF trace: ``;`` header comments, or a first line of
+    18 numbers (for a message when one is given where a Batsim JSON workload is expected)."""
+    for line in raw[:65536].decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line:
+            if line.startswith(";"):
+                return True
+            tokens = line.split()
+            return len(tokens) == len(SWF_FIELDS) and all(_is_number(t) for t in tokens)
+    return False
 
 
 def _is_number(token: str) -> bool:
