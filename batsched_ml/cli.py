@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from . import __version__
+from . import __version__, interrupts
 from . import validation as check
 from .validation import arg
 
@@ -88,33 +88,6 @@ def cmd_convert(args) -> int:
     return 0
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
-
-
-def _interruptible():
-    """Turn SIGTERM into an exception during the run, so that the outputs get finished;
-    returns a function restoring the previous handler."""
-    import signal
-
-    def on_term(signum, frame):
-        raise _Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not the main thread (tests, embedding): leave signals alone
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupted(exc) -> int:
-    partial = getattr(exc, "partial_outputs", None)
-    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
-    detail = f": {partial.describe()}" if partial is not None else ""
-    print(f"batsched-ml: {what}{detail}", file=sys.stderr)
-    return 130
-
-
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
     from .progress import ProgressReporter
@@ -124,7 +97,6 @@ def cmd_simulate(args) -> int:
     _warn_deprecated_dynamic_jobs(args)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
-    restore = _interruptible()
     try:
         if args.connect:
             from .server.peer import simulate_connected
@@ -139,10 +111,9 @@ def cmd_simulate(args) -> int:
             report = scheduler.report()
             details.update(write_job_details(scheduler, args.export))
             rejected = core.rejected
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (see main): the outputs were finished
+        return interrupts.report(exc)
     finally:
-        restore()
         progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
@@ -359,6 +330,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run one command; ``argv`` None: the program's own (then an interrupted run ends the process
+    as soon as its line is printed, instead of seconds of interpreter teardown)."""
+    # SIGTERM (a batch system's stop, `timeout`) ends every command like Ctrl-C: one line, what was
+    # kept, exit 143 (130 for Ctrl-C), at any moment of the run
+    restore = interrupts.sigterm_raises()
+    interrupted = False
+    try:
+        code = _run_command(argv)
+    except KeyboardInterrupt as exc:
+        code, interrupted = interrupts.report(exc), True
+    finally:
+        restore()
+    return interrupts.finish(code, at_once=interrupted and argv is None)
+
+
+def _run_command(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "tau", "unset") is None:
@@ -374,8 +361,6 @@ def main(argv=None) -> int:
         kept = f" ({partial.describe()})" if partial is not None else ""
         print(f"batsched-ml: error: {exc}{kept}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc)
 
 
 if __name__ == "__main__":

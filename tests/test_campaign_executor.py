@@ -99,14 +99,15 @@ def _sleep_for(seconds):
 def test_interrupted_local_cluster_stops_at_once_and_workers_ignore_ctrl_c():
     """Ctrl-C while workers are busy: the embedded cluster is gone within a second or two (Dask
     alone waits for busy workers, then kills them), and the workers were started with SIGINT
-    ignored, so a terminal's Ctrl-C (sent to the whole process group) reaches the client only."""
+    blocked, so a terminal's Ctrl-C (sent to the whole process group) reaches the client only."""
     import signal
     import time
 
     with executor.dask_client(workers=2) as client:
-        handlers = client.run(lambda: int(signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
-        assert set(handlers.values()) == {1}, handlers
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the client's own handler is back
+        blocked = client.run(lambda: int(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        assert set(blocked.values()) == {1}, blocked
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the client's own is untouched
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
     started = None
     with pytest.raises(KeyboardInterrupt):
