@@ -340,6 +340,10 @@ options = { period = 86400 }
     assert main(["campaign", "report", str(out), "-o", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "small and large jobs (Zrigui et al. 2022, Figure 8)" in md and "| ci | " in md
+    if "KTH1k-classes.png" in md:  # with matplotlib: the same size as every other figure
+        import matplotlib.image
+
+        assert matplotlib.image.imread(tmp_path / "rep" / "KTH1k-classes.png").shape[:2] == (1260, 2100)
 
 
 def test_generated_trace_through_the_lublin_model(tmp_path):
