@@ -26,7 +26,6 @@ import gc
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import threading
 import traceback

@@ -183,22 +183,30 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
         outcome.interrupted = True
         outcome.stopped_by = exc
     finally:
-        if tasks is not None:
-            rows = _kept_rows(results_dir, campaign, ran)
-            for task in tasks:
-                if task.key in done:
-                    rows.append({**done[task.key], **_identity(task), "report": _report_file(cache, task)})
-                elif task.key in failures:
-                    rows.append(error_row(task, failures[task.key][1], status=failures[task.key][0]))
-            rows.sort(key=_file_order(campaign))
-            _link_runs(results_dir, cache, tasks, done)
-            cache.save_costs()
-            write_results(results_dir, rows)
-            outcome.rows = rows
+        if tasks is not None:  # (nothing to write when stopped before the tasks were known)
+            outcome.rows = _write_rows(results_dir, campaign, ran, tasks, done, failures, cache)
             outcome.stored = sum(t.key in done for t in tasks)
             outcome.failed = [f"{t.label}: {failures[t.key][1]}" for t in tasks if t.key in failures]
             _log_run(results_dir, outcome, time.perf_counter() - t0, where)
     return outcome
+
+
+def _write_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: list[Task], done: dict,
+                failures: dict, cache: ResultCache) -> list[dict]:
+    """results.csv: this run's tasks that are done or failed, and the rows it keeps (``_kept_rows``),
+    in campaign-file order; ``runs/`` links to the cached files. Returns the rows."""
+    rows = _kept_rows(results_dir, campaign, ran)
+    for task in tasks:
+        if task.key in done:
+            rows.append({**done[task.key], **_identity(task), "report": _report_file(cache, task)})
+        elif task.key in failures:
+            status, message = failures[task.key]
+            rows.append(error_row(task, message, status=status))
+    rows.sort(key=_file_order(campaign))
+    _link_runs(results_dir, cache, tasks, done)
+    cache.save_costs()
+    write_results(results_dir, rows)
+    return rows
 
 
 def _log_run(results_dir: Path, outcome: CampaignOutcome, wall: float, engine: str) -> None:

@@ -62,10 +62,10 @@ def safe_name(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "+-_" else "_" for ch in name)
 
 
-# modules that only present results (reports, figures, the command line, the task engine): editing
-# them keeps the cached runs
+# modules that only present results (reports, figures, the command line, the task engine, progress
+# displays, interrupt handling): editing them keeps the cached runs
 PRESENTATION = ("campaign/cli.py", "campaign/executor.py", "campaign/run.py", "campaign/cache.py", "campaign/report.py",
-                "analysis/plots.py", "cli.py")
+                "analysis/plots.py", "cli.py", "progress.py", "interrupts.py")
 
 
 def code_version() -> str:
