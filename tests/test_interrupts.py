@@ -48,8 +48,7 @@ def _stopped_by(signal_name: str, after: float, args: list[str], tmp_path: Path)
 def _the_line(stderr: str, what: str) -> str:
     lines = [line for line in stderr.splitlines() if line.startswith(f"batsched-ml: {what}")]
     assert len(lines) == 1, stderr
-    assert lines[0].endswith("run the same command again to resume") or \
-        lines[0].endswith("run the same command again to start"), lines[0]
+    assert lines[0].endswith("run the same command again to resume"), lines[0]
     return lines[0]
 
 

@@ -11,9 +11,10 @@ def cmd_run(args) -> int:
 
     try:
         return _run(args)
-    except KeyboardInterrupt as exc:  # before any task was prepared (reading the file, imports)
+    except KeyboardInterrupt as exc:  # before the tasks were known, or a second Ctrl-C while storing
         if getattr(exc, "kept", None) is None:
-            note_kept(exc, "nothing was run yet; run the same command again to start")
+            note_kept(exc, "every task finished so far is kept in the results directory's cache; "
+                           "run the same command again to resume")
         raise
 
 
