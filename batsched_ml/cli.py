@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from . import __version__
+from . import __version__, interrupts
 from . import validation as check
 from .validation import arg
 
@@ -106,40 +106,11 @@ def cmd_convert(args) -> int:
     return 0
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
-
-
-def _interruptible():
-    """Turn SIGTERM into an exception during the run, so that the outputs get finished;
-    returns a function restoring the previous handler."""
-    import signal
-
-    def on_term(signum, frame):
-        raise _Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not the main thread (tests, embedding): leave signals alone
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupted(exc, nothing_written: bool = False) -> int:
-    partial = getattr(exc, "partial_outputs", None)
-    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
-    detail = f": {partial.describe()}" if partial is not None else ""
-    if partial is None and nothing_written:
-        detail = " before the simulation started: nothing was written"
-    print(f"batsched-ml: {what}{detail}", file=sys.stderr)
-    return 130
-
-
 def _stop_status(exc) -> str:
     """How a run that raised ``exc`` ended, for PREFIX_run.json."""
     from . import run_outputs
 
-    if isinstance(exc, _Terminated):
+    if isinstance(exc, interrupts.Terminated):
         return run_outputs.TERMINATED
     return run_outputs.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else run_outputs.FAILED
 
@@ -154,7 +125,6 @@ def cmd_simulate(args) -> int:
     _warn_deprecated_dynamic_jobs(args)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
-    restore = _interruptible()
     try:
         if args.connect:
             from .server.peer import simulate_connected
@@ -180,11 +150,15 @@ def cmd_simulate(args) -> int:
                 mark_run(details["run"], _stop_status(exc), getattr(exc, "partial_outputs", None))
             except (OSError, ValueError):  # keep the original error
                 pass
-        if isinstance(exc, KeyboardInterrupt):
-            return _interrupted(exc, nothing_written=not args.connect and "run" not in details)
-        raise
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        # Ctrl-C or SIGTERM (see main): the outputs were finished, unless none had been started
+        if not args.connect and "run" not in details and getattr(exc, "partial_outputs", None) is None:
+            print(f"batsched-ml: {interrupts.what_stopped(exc)} before the simulation started: nothing was "
+                  "written", file=sys.stderr)
+            return interrupts.exit_code(exc)
+        return interrupts.report(exc)
     finally:
-        restore()
         progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
@@ -472,15 +446,26 @@ def _quiet_end_of_pipe() -> int:
 
 
 def main(argv=None) -> int:
+    """Run one command; ``argv`` None: the program's own (then an interrupted run ends the process
+    as soon as its line is printed, instead of seconds of interpreter teardown)."""
+    # SIGTERM (a batch system's stop, `timeout`) ends every command like Ctrl-C: one line, what was
+    # kept, exit 143 (130 for Ctrl-C), at any moment of the run
+    restore = interrupts.sigterm_raises()
+    interrupted = False
     try:
-        return _main(argv)
+        code = _run_command(argv)
+    except KeyboardInterrupt as exc:
+        code, interrupted = interrupts.report(exc), True
     except BrokenPipeError:
         if not _stdout_closed():
             raise
-        return _quiet_end_of_pipe()
+        code = _quiet_end_of_pipe()
+    finally:
+        restore()
+    return interrupts.finish(code, at_once=interrupted and argv is None)
 
 
-def _main(argv) -> int:
+def _run_command(argv) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -504,8 +489,6 @@ def _main(argv) -> int:
         kept = f" ({partial.describe()})" if partial is not None else ""
         print(f"batsched-ml: error: {exc}{kept}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc)
 
 
 if __name__ == "__main__":

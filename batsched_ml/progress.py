@@ -1,13 +1,14 @@
-"""Progress of a simulation that tells the truth: finished jobs (not submitted ones), simulated
-time, queue length and an ETA -- a tqdm bar on a terminal, a one-line status on stderr every
-``interval`` seconds otherwise (logs, batch jobs), once the run has lasted ``first_after`` s."""
+"""Progress that tells the truth: of a simulation, finished jobs (not submitted ones), simulated
+time, queue length and an ETA; of many tasks (:class:`TaskProgress`), tasks done, running and
+left and an ETA -- a tqdm bar on a terminal, a one-line status on stderr every ``interval``
+seconds otherwise (logs, batch jobs), once the run has lasted ``first_after`` s."""
 
 from __future__ import annotations
 
 import sys
 import time
 
-__all__ = ["ProgressReporter", "format_duration", "status_line"]
+__all__ = ["ProgressReporter", "TaskProgress", "format_duration", "status_line"]
 
 DAY = 86400.0
 
@@ -96,6 +97,98 @@ class ProgressReporter:
         bar.refresh()
 
     def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+class TaskProgress:
+    """Progress of many independent tasks (a campaign's runs, learn-policy's tuples): a tqdm bar on
+    a terminal, else a one-line status on stderr every ``interval`` s (``lines``), written by a
+    background thread -- one task may run for an hour, and a batch job's log must still show
+    that the run is alive and when it should end.
+
+    ``weights`` (one per task, e.g. its expected cost) make the ETA account for long and short
+    tasks: remaining weight at the rate weight was done so far. ``slots``, given to
+    :meth:`start`, is how many tasks run at once (the workers).
+    """
+
+    def __init__(self, total: int, desc: str = "tasks", mode: str = "lines", stream=None, interval: float = 30.0,
+                 first_after: float = 5.0, weights=None, clock=time.monotonic):
+        if mode not in ("bar", "lines", "off"):
+            raise ValueError(f"progress mode must be bar, lines or off, not {mode!r}")
+        self.total, self.desc, self.mode = total, desc, mode
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval, self.first_after, self.clock = interval, first_after, clock
+        self.weights = list(weights) if weights is not None else [1.0] * total
+        self.done = 0
+        self.weight_done = 0.0
+        self.slots = 1
+        self.lines = 0
+        self.started = clock()
+        self._bar = None
+        self._stop = None
+        self._thread = None
+
+    @classmethod
+    def for_cli(cls, total: int, desc: str, enabled: bool = True, stream=None, weights=None) -> "TaskProgress":
+        """Off unless ``enabled``; a bar on a terminal; status lines otherwise."""
+        stream = stream if stream is not None else sys.stderr
+        mode = "off" if not enabled else "bar" if stream.isatty() else "lines"
+        return cls(total, desc, mode, stream, weights=weights)
+
+    def start(self, slots: int = 1) -> None:
+        """The tasks start, ``slots`` at a time."""
+        import threading
+
+        self.slots = max(1, slots)
+        self.started = self.clock()
+        if self.mode == "bar":
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.total, unit="task", desc=self.desc, leave=False, file=self.stream)
+        elif self.mode == "lines" and self._thread is None:
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._print_lines, name="batsched-ml task status", daemon=True)
+            self._thread.start()
+
+    def task_done(self, index: int) -> None:
+        self.done += 1
+        self.weight_done += self.weights[index] if index < len(self.weights) else 1.0
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def running(self) -> int:
+        return min(self.slots, self.total - self.done)
+
+    def eta(self, elapsed: float) -> float | None:
+        """Seconds left at the rate of the work done so far (None before the first task ends)."""
+        if self.weight_done <= 0 or elapsed <= 0:
+            return None
+        return elapsed * (sum(self.weights) - self.weight_done) / self.weight_done
+
+    def status_line(self) -> str:
+        elapsed = self.clock() - self.started
+        eta = self.eta(elapsed)
+        running = self.running()
+        return (f"{self.desc}: {self.done}/{self.total} tasks done, {running} running, "
+                f"{self.total - self.done - running} left, {format_duration(elapsed)} elapsed, "
+                f"ETA {'?' if eta is None else format_duration(eta)}")
+
+    def _print_lines(self) -> None:
+        wait = self.first_after
+        while not self._stop.wait(wait):
+            if self.done >= self.total:
+                return
+            print(self.status_line(), file=self.stream, flush=True)
+            self.lines += 1
+            wait = self.interval
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join(1.0)
+            self._stop = self._thread = None
         if self._bar is not None:
             self._bar.close()
             self._bar = None

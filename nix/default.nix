@@ -34,6 +34,7 @@ ps.buildPythonPackage {
     ps.dask
     ps.distributed
     ps.numba
+    ps.matplotlib
   ];
   doCheck = false; # the tests run in nix-shell (they need the golden files)
   pythonImportsCheck = [ "batsched_ml.server.serve" ];

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -15,6 +16,7 @@ pytest.importorskip("distributed")
 
 from batsched_ml.campaign import run as run_module  # noqa: E402
 from batsched_ml.campaign.cache import ResultCache  # noqa: E402
+from batsched_ml.campaign.report import write_report  # noqa: E402
 from batsched_ml.campaign.results import COLUMNS, read_results  # noqa: E402
 from batsched_ml.campaign.run import estimated_cost, run_campaign  # noqa: E402
 from batsched_ml.campaign.spec import CampaignError, config_keys, load_campaign  # noqa: E402
@@ -297,16 +299,18 @@ value = 10.0
     ours = 100 * (1 - (sum(spf) / 4) / (sum(easy) / 4))
     assert f"| KTH1k | spf | avebsld10 reduction | Table X | {ours:+.1f}%" in md
     assert f"{ours - 40:+.1f} pts" in md
-    assert "![KTH1k: avebsld10 across windows and seeds](KTH1k-box.png)" in md
-    for name in ("KTH1k-box.png", "KTH1k-cumbsld.png", "KTH1k-wait-ecdf.png"):
-        assert (tmp_path / "rep" / name).stat().st_size > 1000
+    assert "![KTH1k: avebsld10 of every run across windows and seeds (dots; bar: mean)](KTH1k-spread.png)" in md
+    import matplotlib.image
+
+    for name in ("KTH1k-spread.png", "KTH1k-cumbsld.png", "KTH1k-wait-ecdf.png"):
+        assert matplotlib.image.imread(tmp_path / "rep" / name).shape[:2] == (1260, 2100)  # all one size
     assert "| spf | `--scheduler easy --policy spf --backfill-order sjbf` |" in md
 
 
 def test_report_splits_small_and_large_jobs_by_the_classifier_dividers(tmp_path):
     """Figure 8 of Zrigui et al.: every config's jobs split by one classifier run's weekly dividers."""
     from batsched_ml.analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
-    from batsched_ml.campaign.report import class_split
+    from batsched_ml.campaign.report import class_split, run_report
 
     text = HEAD + CONFIGS.split("[configs.spf]")[0] + """
 [configs.ci]
@@ -322,7 +326,8 @@ options = { period = 86400 }
     assert values["easy"][2:] == values["ci"][2:]          # the same jobs are small in both runs
     n_small, n_large = values["ci"][2:]
     assert n_small > 50 and n_large > 50
-    weekly = rows[1]["report"]["classification"]["weekly"]
+    assert rows[1]["report"] == "runs/KTH1k.w0.ci.s0_report.json"
+    weekly = run_report(out, rows[1])["classification"]["weekly"]
     first = min(w["week"] for w in weekly if w["divider"] is not None)
     for config, row in zip(("easy", "ci"), rows):
         records = merge_attempts(read_jobs_csv(out / "runs" / f"KTH1k.w0.{config}.s0_jobs.csv.gz"))
@@ -335,6 +340,10 @@ options = { period = 86400 }
     assert main(["campaign", "report", str(out), "-o", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "small and large jobs (Zrigui et al. 2022, Figure 8)" in md and "| ci | " in md
+    if "KTH1k-classes.png" in md:  # with matplotlib: the same size as every other figure
+        import matplotlib.image
+
+        assert matplotlib.image.imread(tmp_path / "rep" / "KTH1k-classes.png").shape[:2] == (1260, 2100)
 
 
 def test_generated_trace_through_the_lublin_model(tmp_path):
@@ -347,7 +356,8 @@ def test_generated_trace_through_the_lublin_model(tmp_path):
 
 
 def _interrupt_a_run(out: Path, signum) -> str:
-    """Start `campaign run` on the sample, send ``signum`` once a task is stored; its stderr."""
+    """Start `campaign run` on the sample, send ``signum`` once a task is stored; its stderr
+    (exit 130 for SIGINT, 143 for SIGTERM)."""
     import signal
     import subprocess
     import sys
@@ -362,7 +372,8 @@ def _interrupt_a_run(out: Path, signum) -> str:
         time.sleep(0.05)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 128 + signum, err
+    assert "Traceback" not in err and err.count("run the same command again to resume") == 1, err
     return err
 
 
@@ -371,8 +382,9 @@ def test_ctrl_c_exits_130_and_the_next_run_resumes(tmp_path):
     import signal
 
     out = tmp_path / "out"
-    assert "run again to resume" in _interrupt_a_run(out, signal.SIGINT)
+    err = _interrupt_a_run(out, signal.SIGINT)
     stored = len(read_results(out))
+    assert f"batsched-ml: interrupted: {stored} of 10 tasks stored in {out / 'results.csv'}" in err
     assert 1 <= stored < 10
     resumed = run(ROOT / "experiments" / "sample.toml", out, workers=0)
     assert (resumed.cached, resumed.computed) == (stored, 10 - stored)
@@ -404,7 +416,7 @@ def test_generator_string_is_parsed_and_a_missing_generator_is_a_clear_error(tmp
 def test_sigterm_stops_like_ctrl_c(tmp_path):
     import signal
 
-    assert "run again to resume" in _interrupt_a_run(tmp_path / "out", signal.SIGTERM)
+    assert "batsched-ml: terminated (SIGTERM): " in _interrupt_a_run(tmp_path / "out", signal.SIGTERM)
     assert 1 <= len(read_results(tmp_path / "out")) < 10
 
 
@@ -415,3 +427,181 @@ def test_subset_keeps_the_baseline_and_rejects_unknown_names(tmp_path):
     assert list(sub.configs) == ["easy", "conservative"] and sub.paper == [] and list(sub.traces) == ["KTH1k"]
     with pytest.raises(CampaignError, match="unknown trace 'CTC'; traces: KTH1k"):
         c.subset(traces=["CTC"])
+
+
+# ---------------------------------------------------------------- real data (issue 23 §4)
+def _small_trace(tmp_path: Path, jobs: int = 40) -> Path:
+    """The first ``jobs`` jobs of the sample workload: under 500 scheduler messages."""
+    small = json.loads(WORKLOAD.read_text())
+    small["jobs"] = small["jobs"][:jobs]
+    small["profiles"] = {j["profile"]: small["profiles"][j["profile"]] for j in small["jobs"]}
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(small))
+    return path
+
+
+def test_a_report_over_200_kb_lives_in_a_file_not_in_results_csv(tmp_path):
+    """A classifier retrained every 3,000 s reports ~265 periods (the issue's 200k-job trace: a
+    146,796-character cell that `campaign report` could no longer read)."""
+    pytest.importorskip("matplotlib")
+    text = HEAD + CONFIGS.split("[configs.spf]")[0] + """
+[configs.ci]
+classifier = "random-forest"
+options = { period = 3000, n_estimators = 3, max_depth = 4 }
+"""
+    out = tmp_path / "out"
+    outcome = run(write(tmp_path, text), out, workers=0)
+    assert outcome.failed == []
+    easy, ci = read_results(out)
+    assert easy["report"] is None and ci["report"] == "runs/KTH1k.w0.ci.s0_report.json"
+    report_file = out / ci["report"]
+    assert report_file.stat().st_size > 200_000
+    assert len(json.loads(report_file.read_text())["classification"]["weekly"]) > 200  # no period dropped
+    with open(out / "results.csv", newline="") as f:
+        assert max(len(cell) for row in csv.reader(f) for cell in row) < 5_000
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert pq.read_table(out / "results.parquet").column("report").to_pylist() == [None, ci["report"]]
+    assert main(["campaign", "report", str(out)]) == 0
+    md = (out / "report" / "report.md").read_text()
+    assert "small and large jobs (Zrigui et al. 2022, Figure 8)" in md  # the split read the report file
+
+
+def test_report_reads_an_older_results_csv_with_a_huge_inline_report(local_run, tmp_path, capsys):
+    """results.csv files written before the reports moved out held them in a cell: still readable."""
+    _, out, _ = local_run
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    rows = read_results(work)
+    rows[1]["report"] = {"classification": {"weekly": [{"week": i, "note": "x" * 1000} for i in range(200)]}}
+    with open(work / "results.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        for r in rows:
+            writer.writerow(["" if r.get(c) is None else json.dumps(r[c]) if isinstance(r[c], dict) else r[c]
+                             for c in COLUMNS])
+    assert (work / "results.csv").stat().st_size > 200_000
+    assert main(["campaign", "report", str(work)]) == 0
+    assert read_results(work)[1]["report"]["classification"]["weekly"][199]["week"] == 199
+    # a subset run rewrites results.csv: the inline report of a row it keeps moves to a file
+    assert main(["campaign", "run", str(work / "campaign.toml"), "-o", str(work), "--config", "conservative",
+                 "--workers", "0", "-q", "--no-report"]) == 0
+    kept = read_results(work)[1]
+    assert kept["report"] == "runs/KTH1k.w0.spf.s0_report.json"
+    assert json.loads((work / kept["report"]).read_text())["classification"]["weekly"][199]["week"] == 199
+
+
+def test_a_subset_run_keeps_the_other_tasks_rows(local_run, tmp_path, capsys):
+    path, out, _ = local_run
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    before = {r["config"]: r for r in read_results(work)}
+    changed = write(tmp_path, HEAD + CONFIGS.replace('policy = "spf"', 'policy = "saf"'))
+    assert main(["campaign", "run", str(changed), "-o", str(work), "--config", "spf", "--workers", "0", "-q"]) == 0
+    assert "3 tasks" not in capsys.readouterr().err  # only the subset ran: easy (cached) and spf
+    rows = {r["config"]: r for r in read_results(work)}
+    assert list(rows) == ["easy", "spf", "conservative"]
+    assert rows["conservative"] == before["conservative"] and rows["easy"] == before["easy"]
+    assert rows["spf"]["avebsld10"] != before["spf"]["avebsld10"]
+    md = (work / "report" / "report.md").read_text()
+    assert "| conservative | 1 |" in md and "| spf | 1 |" in md and "Incomplete" not in md
+
+
+def test_a_task_past_its_time_limit_is_a_timeout_and_the_campaign_goes_on(tmp_path, monkeypatch, capsys):
+    """The limit is checked every 500 scheduler messages: 1 ms stops each 1,000-job run at its
+    first check (~2,000 messages in all), while the 40-job trace ends before any check. The
+    tasks run on a real local cluster, whose workers leave nothing in the temporary folder."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))  # the workers' (spawned after this)
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # this process's
+    _small_trace(tmp_path)
+    text = (HEAD.replace('baseline = "easy"', 'baseline = "easy"\ntask_timeout = 0.001')
+            + f'[traces.small]\nworkload = "small.json"\nplatform = "{PLATFORM}"\n' + CONFIGS)
+    out = tmp_path / "out"
+    assert main(["campaign", "run", str(write(tmp_path, text)), "-o", str(out), "--workers", "2", "-q"]) == 1
+    rows = read_results(out)
+    assert [(r["trace"], r["status"]) for r in rows] == [("KTH1k", "timeout")] * 3 + [("small", "ok")] * 3
+    assert all(re.fullmatch(r"stopped after 0.001 s \(task_timeout\): \d+ of 1,000 jobs finished", r["error"])
+               for r in rows[:3])
+    err = capsys.readouterr().err
+    assert "3 task(s) failed or timed out" in err and "timeout: KTH1k/w0/easy/s0: stopped after" in err
+    assert len(list((out / "cache").glob("*.json"))) == 4  # the three small runs and costs.json: timeouts run again
+    md = (out / "report" / "report.md").read_text()
+    assert "Not run yet" not in md and "## Failed runs" in md
+    assert "- KTH1k w0 spf seed 0 (timeout): stopped after 0.001 s" in md
+    assert "`easy` 0 of 1 runs (1 timeout)" in md and "| easy | 0 |" not in md
+    assert not list(scratch.rglob("batsched-*"))  # no task directory, no worker folder
+
+
+def test_report_names_missing_runs_instead_of_empty_rows(tmp_path, monkeypatch):
+    """An interrupted campaign's report: the configs that did not run are named, not `0 | -`."""
+    path = write(tmp_path, HEAD.replace('baseline = "easy"', 'baseline = "easy"\nseeds = [0, 1]') + CONFIGS)
+    real, calls = run_module.run_task, []
+
+    def interrupted_after_three(task):
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        calls.append(task)
+        return real(task)
+
+    monkeypatch.setattr(run_module, "run_task", interrupted_after_three)
+    out = tmp_path / "out"
+    assert run(path, out, workers=0).interrupted
+    done = {(r["config"], r["seed"]) for r in read_results(out)}
+    assert len(done) == 3
+    md = (write_report(out, out / "report")).read_text()
+    section = md.split("## KTH1k")[1].split("\n## ")[0]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    for config in ("easy", "spf", "conservative"):
+        n = sum(c == config for c, _ in done)
+        if n == 0:
+            assert f"`{config}` 0 of 2 runs (2 missing)" in md
+            assert not any(line.startswith(f"| {config} |") for line in table)
+        elif n == 1:
+            assert f"| {config} | 1 of 2 |" in md and f"`{config}` 1 of 2 runs (1 missing)" in md
+        else:
+            assert f"| {config} | 2 |" in md
+    assert "3 runs (3 ok), 3 missing" in md and "It was interrupted: run it again" in md
+
+
+def test_a_config_keeps_its_colour_in_every_traces_figures(tmp_path, monkeypatch, capsys):
+    """Trace B runs only `easy` and `conservative` (a subset): `conservative` is the second curve
+    there, the third on trace A, and has the same colour in both."""
+    pytest.importorskip("matplotlib")
+    from batsched_ml.analysis import plots
+
+    _small_trace(tmp_path, 120)
+    text = HEAD.replace("[traces.KTH1k]", "[traces.A]").replace(f'workload = "{WORKLOAD}"', 'workload = "small.json"')
+    text += f'[traces.B]\nworkload = "small.json"\nplatform = "{PLATFORM}"\n' + CONFIGS
+    path, out = write(tmp_path, text), tmp_path / "out"
+    run(path, out, workers=0, traces=["A"])
+    run(path, out, workers=0, traces=["B"], configs=["conservative"])
+    drawn = {}
+    real = plots.plot_runs
+
+    def recording(jobs_csvs, output, kind="cumbsld", tau=60.0, labels=None, title=None, colors=None):
+        drawn[(title.split(":")[0], kind)] = dict(zip(labels, colors))
+        return real(jobs_csvs, output, kind, tau, labels, title, colors)
+
+    monkeypatch.setattr(plots, "plot_runs", recording)
+    write_report(out, out / "report")
+    assert list(drawn[("A", "cumbsld")]) == ["easy", "spf", "conservative"]
+    assert list(drawn[("B", "cumbsld")]) == ["easy", "conservative"]
+    for trace, kind in drawn:
+        for config, color in drawn[(trace, kind)].items():
+            assert color == drawn[("A", "cumbsld")][config]
+
+
+def test_report_without_matplotlib_says_how_to_get_the_figures(local_run, tmp_path, monkeypatch):
+    import sys
+
+    _, out, _ = local_run
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: importing it fails
+    heard = []
+    md = write_report(out, tmp_path / "rep", log=heard.append).read_text()
+    assert heard == ["batsched-ml: note: the report has no figures: figures need matplotlib, which is not "
+                     "installed here: pip install matplotlib"]
+    assert "No figures in this report: figures need matplotlib" in md and ".png" not in md
+    assert not list((tmp_path / "rep").glob("*.png"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -99,14 +100,15 @@ def _sleep_for(seconds):
 def test_interrupted_local_cluster_stops_at_once_and_workers_ignore_ctrl_c():
     """Ctrl-C while workers are busy: the embedded cluster is gone within a second or two (Dask
     alone waits for busy workers, then kills them), and the workers were started with SIGINT
-    ignored, so a terminal's Ctrl-C (sent to the whole process group) reaches the client only."""
+    blocked, so a terminal's Ctrl-C (sent to the whole process group) reaches the client only."""
     import signal
     import time
 
     with executor.dask_client(workers=2) as client:
-        handlers = client.run(lambda: int(signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
-        assert set(handlers.values()) == {1}, handlers
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the client's own handler is back
+        blocked = client.run(lambda: int(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        assert set(blocked.values()) == {1}, blocked
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the client's own is untouched
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
     started = None
     with pytest.raises(KeyboardInterrupt):
@@ -114,3 +116,63 @@ def test_interrupted_local_cluster_stops_at_once_and_workers_ignore_ctrl_c():
             started = time.monotonic()
             raise KeyboardInterrupt
     assert started is not None and time.monotonic() - started < 3.0
+
+
+def _hold_a_task_directory(seconds):
+    import time
+
+    with executor.task_directory() as path:
+        (Path(path) / "partial_jobs.csv").write_text("job_id\n")
+        time.sleep(seconds)
+    return seconds
+
+
+def test_killed_workers_leave_no_temporary_folder(tmp_path, monkeypatch):
+    """Ctrl-C while two tasks hold files in their temporary directories: the embedded cluster kills
+    the busy workers, and the client removes what their tasks had written."""
+    import tempfile
+    import time
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the workers' (spawned after this)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # this process's
+    with pytest.raises(KeyboardInterrupt):
+        for _, _ in iter_tasks(_hold_a_task_directory, [0, 60, 60], workers=2, progress=False):
+            deadline = time.monotonic() + 60
+            while len(list(tmp_path.glob("batsched-ml-worker-*/*/partial_jobs.csv"))) < 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            raise KeyboardInterrupt
+    assert not list(tmp_path.glob("batsched-ml-worker-*"))
+    # a task that ends normally removes its directory, and its worker's folder once idle
+    assert map_tasks(_hold_a_task_directory, [0, 0], workers=0) == [0, 0]
+    assert not list(tmp_path.glob("batsched-ml-worker-*"))
+
+
+def test_status_lines_when_stderr_is_not_a_terminal():
+    """Without a terminal: a status line every interval, tasks done / running / left and an ETA,
+    even while no task finishes (a 45-minute task must not leave a batch log silent)."""
+    import io
+    import re
+
+    from batsched_ml.progress import TaskProgress
+
+    stream = io.StringIO()
+    progress = TaskProgress(4, "sample", "lines", stream, interval=0.3, first_after=0.2)
+    assert sorted(dict(iter_tasks(_sleep_for, [1.5] * 4, workers=2, progress=progress)).values()) == [1.5] * 4
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("sample: 0/4 tasks done, 2 running, 2 left, ") and lines[0].endswith("ETA ?")
+    assert all(re.fullmatch(r"sample: \d/4 tasks done, [0-2] running, [0-2] left, \d+ s elapsed, ETA (\?|\d+ s)",
+                            line) for line in lines), lines
+    assert any(re.match(r"sample: [23]/4 tasks done, 2 running, 0 left, .*, ETA \d+ s", line) for line in lines)
+
+
+def test_task_progress_eta_weighs_long_tasks():
+    from batsched_ml.progress import TaskProgress
+
+    now = [0.0]
+    progress = TaskProgress(3, "t", "off", weights=[6.0, 3.0, 1.0], clock=lambda: now[0])
+    progress.start(slots=2)
+    assert progress.status_line() == "t: 0/3 tasks done, 2 running, 1 left, 0 s elapsed, ETA ?"
+    now[0] = 60.0
+    progress.task_done(0)  # 6 of 10 units in 60 s: 4 units left, 40 s
+    assert progress.status_line() == "t: 1/3 tasks done, 2 running, 0 left, 1 min 0 s elapsed, ETA 40 s"

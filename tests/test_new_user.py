@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml import cli
+from batsched_ml import cli, interrupts
 from batsched_ml.protocol import codec
 from batsched_ml.validation import max_cores
 
@@ -194,7 +194,7 @@ def test_a_real_sigterm_finishes_both_csvs_and_marks_the_run(tmp_path):
     assert proc.poll() is None, "the run ended before it could be stopped"
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and out == ""
+    assert proc.returncode == 143 and out == ""
     assert one_line(err).startswith("batsched-ml: terminated (SIGTERM): stopped at simulated time")
     description = json.loads((tmp_path / "slow_run.json").read_text())
     assert description["status"] == "terminated" and description["stopped"]["jobs_written"] < 1000
@@ -206,7 +206,7 @@ def test_a_real_sigterm_finishes_both_csvs_and_marks_the_run(tmp_path):
 # ------------------------------------------------------------------ §3 partial results say so
 @pytest.mark.parametrize("exc, code, status, said", [
     (KeyboardInterrupt(), 130, "interrupted", "was interrupted"),
-    (cli._Terminated(), 130, "terminated", "was terminated (SIGTERM)"),
+    (interrupts.Terminated(), 143, "terminated", "was terminated (SIGTERM)"),
     (ValueError("broken plugin"), 2, "failed", "stopped on an error"),
 ])
 def test_partial_run_is_marked_and_every_reader_warns(tmp_path, capsys, monkeypatch, exc, code, status, said):

@@ -232,6 +232,44 @@ def test_second_simulation_begins(tmp_path):
     assert "broke the protocol" in error and "a second SIMULATION_BEGINS" in error
 
 
+def test_second_simulation_begins_in_one_message_names_the_second_event(tmp_path):
+    _, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [(0.0, [begins(), begins()])])
+    assert "event #1 (SIMULATION_BEGINS): a second SIMULATION_BEGINS" in error
+
+
+def test_simulation_ends_twice_in_one_message(tmp_path):
+    _, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [
+        (0.0, [begins()]), (5.0, [ev.SimulationEnds(5.0), ev.SimulationEnds(5.0)])])
+    assert "broke the protocol" in error
+    assert "event #1 (SIMULATION_ENDS): a second SIMULATION_ENDS (event #0)" in error
+
+
+def test_job_submitted_after_simulation_ends_in_one_message(tmp_path):
+    _, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [
+        (0.0, [begins()]), (5.0, [ev.SimulationEnds(5.0), submitted("w0!1", 5.0)])])
+    assert "event #1 (JOB_SUBMITTED): JOB_SUBMITTED after SIMULATION_ENDS (event #0)" in error
+
+
+def test_simulation_ends_while_a_job_runs(tmp_path):
+    """easy starts w0!1 at once (it fits), so it runs when SIMULATION_ENDS comes at 50 s."""
+    _, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [
+        (0.0, [begins()]), (1.0, [submitted("w0!1", 1.0, res=2)]), (50.0, [ev.SimulationEnds(50.0)])])
+    assert "event #0 (SIMULATION_ENDS): the simulation ends while 1 job(s) still run (w0!1)" in error
+
+
+def test_simulation_ends_after_the_last_completion_in_the_same_message_is_accepted():
+    """The completions before SIMULATION_ENDS in its message count: nothing runs any more."""
+    from batsched_ml.runner import build_scheduler
+    from batsched_ml.server.serve import DecisionServer
+
+    server = DecisionServer(build_scheduler("easy"))
+    server.answer(encode(ev.Message(0.0, [begins()])))
+    server.answer(encode(ev.Message(1.0, [submitted("w0!1", 1.0, res=2)])))
+    reply = server.answer(encode(ev.Message(101.0, [
+        ev.JobCompleted(101.0, "w0!1", ev.COMPLETED_SUCCESSFULLY, 0, "0-1"), ev.SimulationEnds(101.0)])))
+    assert server.ended and json.loads(reply) == {"now": 101.0, "events": []}
+
+
 def test_first_message_must_be_simulation_begins(tmp_path):
     _, error = serve_fails_cleanly(f"ipc://{tmp_path}/s.ipc", [(1.0, [submitted("w0!1", 1.0)])])
     assert "the first message must start with SIMULATION_BEGINS, got JOB_SUBMITTED" in error

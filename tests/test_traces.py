@@ -447,6 +447,49 @@ def test_plot_of_an_empty_run_warns(tmp_path, capsys):
     assert (tmp_path / "e.svg").exists()
 
 
+def _jobs_csv_with_waits(path: Path, waits) -> Path:
+    """A Batsim jobs CSV of one 100 s job per wait, submitted every 1,000 s."""
+    head = (DATA / "tiny.easy_jobs.csv").read_text().splitlines()[0]
+    rows = []
+    for i, wait in enumerate(waits):
+        sub, start = 1000.0 * i, 1000.0 * i + wait
+        rows.append(f"{i},w0,p,{sub},1,200.0,1,COMPLETED_SUCCESSFULLY,{start},100.0,{start + 100},{wait},"
+                    f"{wait + 100},{(wait + 100) / 100},0,-1.0,")
+    path.write_text("\n".join([head, *rows]) + "\n")
+    return path
+
+
+def test_wait_ecdf_stays_readable_when_most_jobs_do_not_wait(tmp_path):
+    """95% of the jobs start at once (Batsim's 0.3 ms latency): the share axis starts at 0.9, so the
+    5% that waited fill half the figure instead of a sliver at its top."""
+    pytest.importorskip("matplotlib")
+    from batsched_ml.analysis.plots import plot_runs
+
+    mostly = _jobs_csv_with_waits(tmp_path / "a_jobs.csv", [0.0003] * 95 + [30, 300, 3000, 30000, 60000])
+    fig = plot_runs([mostly], tmp_path / "w.png", kind="wait-ecdf", labels=["a"])
+    ax = fig.axes[0]
+    assert ax.get_ylim() == (0.9, 1.0)
+    assert "(axis from 0.9: 95.0% or more did not wait)" in ax.get_ylabel()
+    half = _jobs_csv_with_waits(tmp_path / "b_jobs.csv", [0.0] * 50 + [100.0] * 50)
+    fig = plot_runs([mostly, half], tmp_path / "w2.png", kind="wait-ecdf", labels=["a", "b"])
+    assert fig.axes[0].get_ylim() == (0.0, 1.0) and fig.axes[0].get_ylabel() == "share of jobs"
+
+
+def test_long_titles_are_wrapped_not_cut(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    from batsched_ml.analysis.plots import TITLE_WIDTH, plot_runs
+
+    title = ("SDSC-SP2 (first 200,000 jobs): cumulative bounded slowdown (tau = 60 s) over time "
+             "(window 0, seed 0), every configuration of the campaign")
+    run = _jobs_csv_with_waits(tmp_path / "a_jobs.csv", [0.0, 10.0, 100.0])
+    fig = plot_runs([run], tmp_path / "t.png", title=title)
+    shown = fig.axes[0].get_title()
+    assert shown.replace("\n", " ") == title and all(len(line) <= TITLE_WIDTH for line in shown.splitlines())
+    assert matplotlib.image.imread(tmp_path / "t.png").shape[:2] == (1260, 2100)
+
+
 def test_empty_workload_warns_in_convert_and_simulate(tmp_path, capsys):
     path = _swf(tmp_path, _line(1, 0, 0, 1, 60), "; MaxProcs: 8\n")  # its only job has run time 0
     assert main(["convert", str(path), "-w", str(tmp_path / "w.json"), "-p", str(tmp_path / "p.xml"),

@@ -4,18 +4,25 @@
   (Zrigui et al. 2022, Figure 6) -- where a scheduler gains or loses, and when;
 * ``wait-ecdf``: the distribution of waiting times, one curve per run, on a
   symlog axis (linear below 1 s, logarithmic above): waits of 0 and 0.3 ms --
-  Batsim's message latencies -- are shown where they are, not piled at 1 s.
+  Batsim's message latencies -- are shown where they are, not piled at 1 s; when
+  most jobs do not wait at all (95% on a lightly loaded machine), the share axis
+  starts just below that share, so the jobs that did wait fill the figure.
+
+Campaign reports also draw :func:`plot_spread` (one metric's value per run, by
+configuration) and :func:`plot_class_bars` (small and large jobs' slowdowns).
 
 A killed-and-requeued job counts once, as in the metrics. Defaults are meant for
 papers: curve labels from the run (``PREFIX_run.json``, written by ``simulate``:
 scheduler, policy, predictor...) unless given, plain tick labels (no ``1e6``
-offset), 300 dpi for bitmaps, PDF/SVG by the output's suffix. matplotlib is an
-optional dependency (``pip install 'batsched-ml[plots]'``).
+offset), every figure 7 x 4.2 in at 300 dpi for bitmaps (2100 x 1260 px), long
+titles wrapped, PDF/SVG by the output's suffix.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -28,6 +35,10 @@ from .metrics import cumulative_bsld, merge_attempts, read_jobs_csv
 KINDS = ("cumbsld", "wait-ecdf")
 DAY = 86400.0
 DPI = 300
+FIGSIZE = (7.0, 4.2)  # inches: every figure, so that a report's figures line up
+TITLE_WIDTH = 70  # characters per title line at the default font on FIGSIZE
+NO_WAIT = 0.01  # s: a wait this short is Batsim's message latency, not waiting
+MATPLOTLIB_MISSING = "figures need matplotlib, which is not installed here: pip install matplotlib"
 
 
 def _pyplot():
@@ -37,8 +48,30 @@ def _pyplot():
         matplotlib.use("Agg")  # files only: no display needed
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise PlotError("plots need matplotlib: pip install 'batsched-ml[plots]'") from exc
+        raise PlotError(MATPLOTLIB_MISSING) from exc
     return plt
+
+
+def new_figure():
+    """``(plt, fig, ax)``: one axes of the common size."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=FIGSIZE)
+    return plt, fig, ax
+
+
+def set_title(ax, title: str | None) -> None:
+    """A title wrapped onto as many lines as it needs (never cut by the figure's edge)."""
+    if title:
+        ax.set_title("\n".join(textwrap.wrap(title, TITLE_WIDTH)) or title)
+
+
+def save_figure(plt, fig, output) -> None:
+    """Lay out and write ``fig`` (format from the suffix, bitmaps at DPI), then free it."""
+    fig.tight_layout()
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(output, dpi=DPI)
+    plt.close(fig)
 
 
 def _prefix(path) -> str:
@@ -60,28 +93,32 @@ def run_label(path) -> str:
     return label if isinstance(label, str) and label else _prefix(path)
 
 
-def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, labels=None, title=None):
-    """Draw ``kind`` for every jobs CSV into ``output`` (format from its suffix); returns the figure."""
+def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, labels=None, title=None, colors=None):
+    """Draw ``kind`` for every jobs CSV into ``output`` (format from its suffix); returns the figure.
+    ``colors``: one matplotlib colour per run (default: the colour cycle, in order)."""
     check_tau(tau)
     if kind not in KINDS:
         raise ValueError(f"unknown plot kind {kind!r}; choose from {', '.join(KINDS)}")
     labels = list(labels) if labels else [run_label(p) for p in jobs_csvs]
     if len(labels) != len(jobs_csvs):
         raise ValueError(f"{len(labels)} labels for {len(jobs_csvs)} runs")
-    plt = _pyplot()
+    colors = list(colors) if colors else [None] * len(labels)
+    plt, fig, ax = new_figure()
     from matplotlib.ticker import FuncFormatter
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for path, label in zip(jobs_csvs, labels):
+    no_wait = []  # each run's share of jobs that did not wait
+    for path, label, color in zip(jobs_csvs, labels, colors):
         if kind == "cumbsld":
             times, cum = cumulative_bsld(path, tau)
             empty = len(times) == 0
-            ax.step(times / DAY, cum, where="post", label=label)
+            ax.step(times / DAY, cum, where="post", label=label, color=color)
         else:
             records = merge_attempts(read_jobs_csv(path))
             wait = np.sort(records.wait[~np.isnan(records.wait)])
             empty = len(wait) == 0
-            ax.step(wait, np.arange(1, len(wait) + 1) / max(len(wait), 1), where="post", label=label)
+            if not empty:
+                no_wait.append(np.searchsorted(wait, NO_WAIT, side="right") / len(wait))
+            ax.step(wait, np.arange(1, len(wait) + 1) / max(len(wait), 1), where="post", label=label, color=color)
         if empty:
             warnings.warn(f"{path}: no executed job, the curve {label!r} is empty", stacklevel=2)
     plain = FuncFormatter(_plain_number)
@@ -94,17 +131,87 @@ def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, label
         ax.set_xscale("symlog", linthresh=1.0)
         ax.set_xlim(left=0.0)
         ax.set_xlabel("waiting time (s; linear below 1 s, logarithmic above)")
-        ax.set_ylabel("share of jobs")
-        ax.set_ylim(0.0, 1.0)
-    if title:
-        ax.set_title(title)
+        bottom = _share_axis_bottom(min(no_wait)) if no_wait else 0.0
+        ax.set_ylim(bottom, 1.0)
+        ax.set_ylabel("share of jobs" + (f"\n(axis from {bottom:g}: {min(no_wait):.1%} or more did not wait)"
+                                         if bottom > 0 else ""))
+    set_title(ax, title)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left" if kind == "cumbsld" else "lower right")  # "best" is slow on 100k-point curves
-    fig.tight_layout()
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(output, dpi=DPI)
-    plt.close(fig)
+    save_figure(plt, fig, output)
+    return fig
+
+
+def _share_axis_bottom(no_wait: float) -> float:
+    """Where the share axis starts: 1 minus a round span (1, 2 or 5 x 10^k) at least 1.5 times the
+    share of jobs that waited, so that they fill two thirds of the figure or more (95% not
+    waiting -> from 0.9; 99.9% -> from 0.998); 0 when most jobs waited."""
+    waited = 1.0 - no_wait
+    if waited <= 0:
+        return 0.0
+    need = 1.5 * max(waited, 1e-6)
+    exponent = math.floor(math.log10(need))
+    span = next(m * 10.0 ** exponent for m in (1, 2, 5, 10) if m * 10.0 ** exponent >= need)
+    return 0.0 if span >= 1.0 else round(1.0 - span, 12)
+
+
+def plot_spread(values: dict, output, ylabel: str, title: str | None = None, colors=None):
+    """One metric's value of every run, by configuration (``{label: [values]}``): each run a dot,
+    the mean a bar across them; a box behind the dots once a configuration has 5 runs or more
+    (a box of 2 or 3 values, or of seeds that give the same value, is a flat line that hides
+    the runs). Returns the figure."""
+    plt, fig, ax = new_figure()
+    colors = colors or {}
+    labels = list(values)
+    positions = np.arange(1, len(labels) + 1)
+    if any(len(values[c]) >= 5 for c in labels):
+        ax.boxplot([values[c] for c in labels], positions=positions, widths=0.5, showfliers=False,
+                   medianprops={"color": "0.4"}, boxprops={"color": "0.6"}, whiskerprops={"color": "0.6"},
+                   capprops={"color": "0.6"})
+    for x, label in zip(positions, labels):
+        vs = np.asarray(values[label], dtype=float)
+        offsets = np.linspace(-0.15, 0.15, len(vs)) if len(vs) > 1 else np.zeros(1)
+        color = colors.get(label)
+        ax.scatter(x + offsets, vs, s=18, color=color, alpha=0.8, zorder=3)
+        ax.hlines(vs.mean(), x - 0.28, x + 0.28, color=color, linewidth=2.5, zorder=4)
+    ax.set_xticks(positions, labels, rotation=30, ha="right")
+    ax.set_xlim(0.4, len(labels) + 0.6)
+    ax.set_ylabel(ylabel)
+    set_title(ax, title)
+    ax.grid(axis="y", alpha=0.3)
+    save_figure(plt, fig, output)
+    return fig
+
+
+def plot_bars(values: dict, output, ylabel: str, title: str | None = None, colors=None):
+    """One value per configuration (``{label: value}``) as bars. Returns the figure."""
+    plt, fig, ax = new_figure()
+    colors = colors or {}
+    labels = list(values)
+    positions = np.arange(1, len(labels) + 1)
+    ax.bar(positions, [values[c] for c in labels], color=[colors.get(c, "tab:blue") for c in labels])
+    ax.set_xticks(positions, labels, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    set_title(ax, title)
+    ax.grid(axis="y", alpha=0.3)
+    save_figure(plt, fig, output)
+    return fig
+
+
+def plot_class_bars(values: dict, output, ylabel: str, title: str | None = None):
+    """Small and large jobs' values side by side per configuration (``{label: (small, large)}``;
+    None draws no bar). Returns the figure."""
+    plt, fig, ax = new_figure()
+    labels = list(values)
+    x = np.arange(len(labels))
+    ax.bar(x - 0.2, [values[c][0] or 0 for c in labels], 0.4, label="small jobs", color="tab:green")
+    ax.bar(x + 0.2, [values[c][1] or 0 for c in labels], 0.4, label="large jobs", color="tab:gray")
+    ax.set_xticks(x, labels, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    set_title(ax, title)
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    save_figure(plt, fig, output)
     return fig
 
 

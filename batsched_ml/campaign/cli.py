@@ -7,6 +7,19 @@ from pathlib import Path
 
 
 def cmd_run(args) -> int:
+    from ..interrupts import note_kept
+
+    try:
+        return _run(args)
+    except KeyboardInterrupt as exc:  # before the tasks were known, or a second Ctrl-C while storing
+        if getattr(exc, "kept", None) is None:
+            note_kept(exc, "every task finished so far is kept in the results directory's cache; "
+                           "run the same command again to resume")
+        raise
+
+
+def _run(args) -> int:
+    from ..interrupts import note_kept
     from .run import run_campaign
     from .spec import load_campaign
 
@@ -19,27 +32,22 @@ def cmd_run(args) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     if args.trace or args.config:
-        campaign = campaign.subset(traces=args.trace, configs=args.config)
-    from ..cli import _interruptible
-
-    restore = _interruptible()  # batch systems stop jobs with SIGTERM: a KeyboardInterrupt, like Ctrl-C
-    try:
-        outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
-                               progress=not args.quiet, log=log)
-    finally:
-        restore()
-    log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed: "
+        campaign.subset(traces=args.trace, configs=args.config)  # unknown names: an error before any work
+    outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
+                           progress=not args.quiet, log=log, traces=args.trace, configs=args.config)
+    if outcome.interrupted:  # Ctrl-C or SIGTERM: one line (cli.main), what was kept, exit 130 / 143
+        kept = (f"{outcome.stored} of {outcome.tasks} tasks stored in {results_dir / 'results.csv'}"
+                if outcome.tasks else f"nothing was run yet in {results_dir}")
+        raise note_kept(outcome.stopped_by, f"{kept}; run the same command again to resume") from None
+    log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed or timed out: "
         f"{results_dir / 'results.csv'}")
-    if outcome.interrupted:
-        log(f"interrupted: {len(outcome.rows)} of {outcome.tasks} tasks stored; run again to resume")
-        return 130
     if not args.no_report and outcome.rows:
         from .report import write_report
 
-        report = write_report(results_dir, results_dir / "report")
+        report = write_report(results_dir, results_dir / "report", log=log)
         log(f"report: {report}")
     if outcome.failed:
-        log(f"{len(outcome.failed)} task(s) failed:")
+        log(f"{len(outcome.failed)} task(s) failed or timed out:")
         for line in outcome.failed:
             log(f"  {line}")
         return 1
@@ -49,7 +57,8 @@ def cmd_run(args) -> int:
 def cmd_report(args) -> int:
     from .report import write_report
 
-    path = write_report(args.results_dir, args.output or Path(args.results_dir) / "report")
+    path = write_report(args.results_dir, args.output or Path(args.results_dir) / "report",
+                        log=lambda msg: print(msg, file=sys.stderr, flush=True))
     print(f"wrote {path}")
     return 0
 
@@ -82,7 +91,7 @@ def add_campaign_commands(sub) -> None:
     r.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="submit to a running Dask scheduler, e.g. tcp://head:8786, instead of a local cluster")
     r.add_argument("--trace", action="append", default=None, metavar="NAME",
-                   help="run only this trace (repeatable; results.csv then holds only the subset)")
+                   help="run only this trace (repeatable; the other tasks' rows of results.csv are kept)")
     r.add_argument("--config", action="append", default=None, metavar="NAME",
                    help="run only this config (repeatable; the baseline is always kept)")
     r.add_argument("--no-report", action="store_true", help="skip RESULTS_DIR/report")

@@ -25,13 +25,16 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import sys
+import shutil
+import tempfile
+import threading
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-__all__ = ["TaskError", "TaskFailure", "dask_client", "iter_tasks", "map_tasks"]
+__all__ = ["TaskError", "TaskFailure", "dask_client", "iter_tasks", "map_tasks", "task_directory"]
 
 CONNECT_TIMEOUT = "20s"  # how long to keep trying an unreachable scheduler
 
@@ -101,68 +104,87 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
         return
     import dask
 
-    with dask.config.set(LOCAL_CLUSTER_CONFIG), _workers_ignore_ctrl_c():
-        cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR,
-                               scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no dashboard
-        try:
-            client = Client(cluster)
-        except BaseException:
-            cluster.close()
-            raise
+    from ..interrupts import start_shielded
+
+    def start_cluster():
+        return LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
+                            dashboard_address=None, silence_logs=logging.ERROR,
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})  # no dashboard
+
+    # started in a helper thread with SIGINT blocked (inherited by the workers: a terminal's Ctrl-C,
+    # sent to the whole process group, reaches the client only), while this thread stays
+    # interruptible: a Ctrl-C during the seconds the workers take to start stops the run at once
+    with dask.config.set(LOCAL_CLUSTER_CONFIG):
+        cluster = start_shielded(start_cluster, name="Dask cluster start")
+    pids = set()
     try:
+        client = Client(cluster)
         with client:
+            pids.update(_worker_pids(cluster))
             yield client
     except BaseException:  # Ctrl-C, SIGTERM, a consumer that stopped early: tasks were cancelled
-        _stop_workers_now(cluster)
+        pids.update(_stop_workers_now(cluster))
         raise
     finally:
+        pids.update(_worker_pids(cluster))
         cluster.close()
+        for pid in pids:  # the workers are gone: what a killed task left in its scratch goes too
+            shutil.rmtree(scratch_path(pid), ignore_errors=True)
 
 
-def _stop_workers_now(cluster) -> None:
-    """Kill the embedded workers' processes: a worker busy in a task would otherwise hold the
-    cluster's close for seconds (Dask waits for it, then kills it anyway), and its results are no
-    longer wanted."""
+def _worker_pids(cluster) -> list[int]:
+    pids = (getattr(getattr(nanny, "process", None), "pid", None) for nanny in list(cluster.workers.values()))
+    return [pid for pid in pids if pid]
+
+
+def _stop_workers_now(cluster) -> list[int]:
+    """Kill the embedded workers' processes (returns their pids): a worker busy in a task would
+    otherwise hold the cluster's close for seconds (Dask waits for it, then kills it anyway), and
+    its results are no longer wanted."""
     import signal
 
-    for nanny in list(getattr(cluster, "workers", {}).values()):
-        pid = getattr(getattr(nanny, "process", None), "pid", None)
-        if pid:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    pids = _worker_pids(cluster)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return pids
+
+
+def scratch_path(pid: int) -> Path:
+    """The folder holding the temporary directories of the tasks running in process ``pid``."""
+    return Path(tempfile.gettempdir()) / f"batsched-ml-worker-{pid}"
+
+
+_scratch_lock = threading.Lock()
+_scratch_users = 0
 
 
 @contextmanager
-def _workers_ignore_ctrl_c():
-    """Start the embedded workers with SIGINT ignored (they inherit it, and Python then installs
-    no KeyboardInterrupt handler): a Ctrl-C in the terminal reaches the whole process group, and
-    only the client should act on it -- cancel, close the cluster, keep what finished -- instead
-    of every worker dying with a traceback while the client waits for them."""
-    import signal
-
+def task_directory(prefix: str = "task-"):
+    """A temporary directory for one task, removed when the task ends, inside a folder per worker
+    process (``scratch_path``) that exists only while tasks run there: when the embedded cluster
+    kills a busy worker (Ctrl-C, SIGTERM), the client removes that worker's folder, so a killed
+    task leaves nothing behind either."""
+    global _scratch_users
+    with _scratch_lock:
+        scratch = scratch_path(os.getpid())
+        scratch.mkdir(exist_ok=True)
+        path = tempfile.mkdtemp(prefix=prefix, dir=scratch)
+        _scratch_users += 1
     try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: signals are not ours to change
-        yield
-        return
-    try:
-        yield
+        yield path
     finally:
-        signal.signal(signal.SIGINT, previous)
+        shutil.rmtree(path, ignore_errors=True)
+        with _scratch_lock:
+            _scratch_users -= 1
+            if _scratch_users == 0:
+                shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _progress(total: int, enabled: bool, desc: str):
-    if not enabled or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="task", desc=desc, leave=False)
-
-
-def _serial(fn: Callable, items: Sequence) -> Iterator[tuple[int, Any]]:
+def _serial(fn: Callable, items: Sequence, progress) -> Iterator[tuple[int, Any]]:
+    progress.start(1)
     for i, item in enumerate(items):
         try:
             yield i, fn(item)
@@ -197,12 +219,13 @@ def _call(payload: bytes, item):
         _settle_worker()
 
 
-def _distributed(fn: Callable, items: Sequence, scheduler_address, workers) -> Iterator[tuple[int, Any]]:
+def _distributed(fn: Callable, items: Sequence, scheduler_address, workers, progress) -> Iterator[tuple[int, Any]]:
     import cloudpickle
     from distributed import as_completed
 
     payload = cloudpickle.dumps(fn)
     with dask_client(scheduler_address, workers) as client:
+        progress.start(sum(client.nthreads().values()))
         futures = client.map(_call, [payload] * len(items), items, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         try:
@@ -220,34 +243,35 @@ def _distributed(fn: Callable, items: Sequence, scheduler_address, workers) -> I
 
 
 def iter_tasks(fn: Callable, items: Iterable, *, scheduler_address: str | None = None,
-               workers: int | None = None, progress: bool = True,
-               desc: str = "tasks") -> Iterator[tuple[int, Any]]:
+               workers: int | None = None, progress=True, desc: str = "tasks") -> Iterator[tuple[int, Any]]:
     """Yield ``(index, result)`` for every item as tasks finish (completion order).
 
     A task that raised yields a :class:`TaskFailure` as its result; the others go on. Stop
     iterating (or press Ctrl-C) and the remaining tasks are cancelled and the cluster closed,
-    so a caller that stores each result as it arrives can resume later. ``progress`` shows a
-    bar on a terminal.
+    so a caller that stores each result as it arrives can resume later. ``progress``: True for
+    a bar on a terminal and a periodic status line on stderr otherwise, False for nothing, or
+    a :class:`batsched_ml.progress.TaskProgress` of ``len(items)`` tasks.
     """
+    from ..progress import TaskProgress
+
     items = list(items)
-    bar = _progress(len(items), progress, desc)
+    if not isinstance(progress, TaskProgress):
+        progress = TaskProgress.for_cli(len(items), desc, enabled=bool(progress))
     if workers == 0:
-        source = _serial(fn, items)
+        source = _serial(fn, items, progress)
     else:
-        source = _distributed(fn, items, scheduler_address, workers)
+        source = _distributed(fn, items, scheduler_address, workers, progress)
     try:
         for i, result in source:
-            if bar is not None:
-                bar.update(1)
+            progress.task_done(i)
             yield i, result
     finally:
         source.close()
-        if bar is not None:
-            bar.close()
+        progress.close()
 
 
 def map_tasks(fn: Callable, items: Iterable, *, scheduler_address: str | None = None,
-              workers: int | None = None, progress: bool = True, errors: str = "raise") -> list:
+              workers: int | None = None, progress=True, errors: str = "raise") -> list:
     """``[fn(item) for item in items]``, computed on Dask workers, in item order.
 
     ``errors="raise"`` raises :class:`TaskError` for the first failure once every task has

@@ -1,10 +1,12 @@
 """Markdown report of a campaign's results directory, with its PNG figures.
 
 Per trace: each config's metrics (means over windows and seeds) and their reduction vs the
-baseline, a bar chart of the first metric, cumulative bsld over time and the waiting-time
-ECDF (one curve per config), box plots when there are several windows or seeds, and with a
-small/large classifier, each config's slowdown of small and large jobs. Then the
-paper's numbers beside ours, the configurations as ``simulate`` flags, and failures.
+baseline (:func:`trace_table`), which runs are missing, failed or timed out (never a row of
+zeros), the first metric per config (bars, or every run's value when there are several
+windows or seeds), cumulative bsld over time and the waiting-time ECDF (one curve per
+config; a config has the same colour in every figure), and with a small/large classifier,
+each config's slowdown of small and large jobs. Then the paper's numbers beside ours
+(:func:`paper_table`), the configurations as ``simulate`` flags, and failures.
 """
 
 from __future__ import annotations
@@ -17,8 +19,12 @@ from pathlib import Path
 
 from .results import metric_value, read_results
 from .spec import CampaignError, _paper, config_argv
+from .tasks import run_name, safe_name
 
-__all__ = ["class_split", "reduction", "summarise", "write_report"]
+__all__ = ["class_split", "completeness", "config_colors", "paper_table", "reduction", "run_report", "summarise",
+           "trace_table", "write_report"]
+
+RAN = ("ok", "unfinished")  # statuses of runs that have metrics (unfinished: some jobs never started)
 
 LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
                             "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed")
@@ -76,7 +82,8 @@ def _settings(results_dir: Path) -> dict:
         raise CampaignError(f"{path}: {exc}") from None
     return {"name": head.get("name", results_dir.name), "description": head.get("description", ""),
             "baseline": head.get("baseline", next(iter(configs), None)),
-            "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper}
+            "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper,
+            "traces": list(traces), "configs": list(configs), "seeds": head.get("seeds", [0])}
 
 
 def _mean(values):
@@ -85,63 +92,192 @@ def _mean(values):
 
 
 def summarise(rows: list[dict], metrics: list[str]) -> dict:
-    """``{(trace, config): {"n": runs, metric: mean over windows and seeds}}`` of the rows that ran."""
+    """``{(trace, config): {"n": runs, metric: mean over windows and seeds}}`` of the rows that ran
+    (not those that failed or timed out)."""
     groups = defaultdict(list)
     for r in rows:
-        if r["status"] != "error":
+        if r["status"] in RAN:
             groups[(r["trace"], r["config"])].append(r)
     return {k: {"n": len(g), **{m: _mean(metric_value(r, m) for r in g) for m in metrics}}
             for k, g in groups.items()}
 
 
-def _figures(rows, trace, configs, metric, folder: Path, results_dir: Path) -> list[tuple[str, str]]:
-    """Write this trace's figures; ``[(caption, file name)]`` (empty without matplotlib)."""
-    from ..analysis.plots import PlotError, _pyplot, plot_runs
-
+def run_report(results_dir: Path, row: dict) -> dict | None:
+    """A run's scheduler report: the file results.csv names (``runs/<run>_report.json``), or the
+    dict itself in a results.csv written before reports moved out of it."""
+    report = row.get("report")
+    if isinstance(report, dict) or report is None:
+        return report
     try:
-        plt = _pyplot()
-    except PlotError:
+        return json.loads((Path(results_dir) / report).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def config_colors(configs) -> dict:
+    """One colour per config, by its place in the campaign file: the same in every trace's figures."""
+    configs = list(configs)
+    if len(configs) <= 10:
+        return {c: f"C{i}" for i, c in enumerate(configs)}
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    return {c: cmap(i % 20) for i, c in enumerate(configs)}
+
+
+# ------------------------------------------------------------------ which runs are there
+
+
+def completeness(rows, traces, configs, seeds) -> dict:
+    """``{(trace, config): {"expected": n, "missing": n, status: n...}}`` for every trace and config
+    of the campaign file: a run is expected for each seed and each window the trace's rows show
+    (a trace without any row counts as one window), missing when results.csv has no row for it."""
+    present = defaultdict(lambda: defaultdict(int))
+    windows = defaultdict(set)
+    have = set()
+    for r in rows:
+        present[(r["trace"], r["config"])][r["status"]] += 1
+        windows[r["trace"]].add(r["window"])
+        have.add((r["trace"], r["config"], r["window"], r["seed"]))
+    out = {}
+    for trace in traces:
+        trace_windows = windows.get(trace) or {0}
+        for config in configs:
+            expected = [(w, s) for w in trace_windows for s in seeds]
+            counts = dict(present.get((trace, config), {}))
+            counts["expected"] = len(expected)
+            counts["missing"] = sum((trace, config, w, s) not in have for w, s in expected)
+            out[(trace, config)] = counts
+    return out
+
+
+def _gaps(counts: dict) -> str:
+    """``"1 error, 2 missing"``: what is not a finished run (empty when all ran fully)."""
+    parts = [f"{counts[k]} {k}" for k in ("error", "timeout", "missing") if counts.get(k)]
+    if counts.get("unfinished"):
+        parts.append(f"{counts['unfinished']} with jobs that never started")
+    return ", ".join(parts)
+
+
+def _gaps_note(trace: str, configs, counts: dict) -> list[str]:
+    """Under a trace's table: the configs with runs that failed, timed out or are missing."""
+    notes = []
+    for config in configs:
+        c = counts.get((trace, config))
+        if c and _gaps(c):
+            ran = sum(c.get(k, 0) for k in RAN)
+            notes.append(f"`{config}` {ran} of {c['expected']} runs ({_gaps(c)})")
+    if not notes:
         return []
+    return [f"Incomplete: {'; '.join(notes)}. Failed and timed-out runs are listed under Failed runs; "
+            "`batsched-ml campaign run` on the campaign file runs what is missing or failed.", ""]
+
+
+# ------------------------------------------------------------------ tables
+
+
+def trace_table(summary: dict, trace: str, configs, metrics, baseline: str, counts: dict | None = None) -> list[str]:
+    """The Markdown table of one trace: a row per config that ran (n = its runs, "n of N" when some
+    are missing or failed), the metrics' means and their change vs the baseline."""
+    head = ["config", "n"] + list(metrics)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * len(metrics)]
+    base = summary.get((trace, baseline), {})
+    for config in configs:
+        got = summary.get((trace, config))
+        if got is None:
+            continue  # nothing ran: said under the table (_gaps_note)
+        expected = (counts or {}).get((trace, config), {}).get("expected", got["n"])
+        n = f"{got['n']}" if got["n"] >= expected else f"{got['n']} of {expected}"
+        cells = []
+        for m in metrics:
+            cell = fmt(got[m])
+            change = _change(got[m], base.get(m))
+            if _lower_is_better(m) and config != baseline and change is not None:
+                cell += f" ({_pct(change)})"
+            cells.append(cell)
+        lines.append(f"| {config} | {n} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def paper_table(paper, summary: dict, baseline: str) -> list[str]:
+    """Our numbers beside the paper's (``[[paper]]`` entries of the traces that ran)."""
+    if not paper:
+        return []
+    lines = ["## Beside the paper", "",
+             "`reduction` rows: % below the baseline "
+             f"({baseline}), gap in points. Other rows: the metric itself, gap = ours - paper (relative), and "
+             "each one's change vs the baseline when the paper gives the baseline's value too.", "",
+             "| trace | config | metric | source | ours | paper | gap | ours vs baseline | paper vs baseline |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    paper_values = {(p.trace, p.config, p.metric): p.value for p in paper if p.value is not None}
+    for p in paper:
+        ours = (summary.get((p.trace, p.config)) or {}).get(p.metric)
+        base = (summary.get((p.trace, baseline)) or {}).get(p.metric)
+        if p.reduction is not None:
+            red = reduction(ours, base)
+            gap = None if red is None else red - p.reduction
+            lines.append(f"| {p.trace} | {p.config} | {p.metric} reduction | {p.source} | {_pct(red)} | "
+                         f"{_pct(p.reduction)} | {'-' if gap is None else f'{gap:+.1f} pts'} | | |")
+        else:
+            gap = None if ours is None else ours - p.value
+            rel = "" if gap is None or not p.value else f" ({_pct(100 * gap / p.value)})"
+            pbase = paper_values.get((p.trace, baseline, p.metric))
+            changes = ("", "") if p.config == baseline else (_pct(_change(ours, base)),
+                                                               _pct(_change(p.value, pbase)))
+            lines.append(f"| {p.trace} | {p.config} | {p.metric} | {p.source} | {fmt(ours)} | {fmt(p.value)} | "
+                         f"{'-' if gap is None else fmt(gap)}{rel} | {changes[0]} | {changes[1]} |")
+    return lines + [""]
+
+
+# ------------------------------------------------------------------ figures
+
+
+def _first_run(ran: list[dict]) -> tuple[int, int]:
+    """(window, seed) of the run each config's curves are drawn from."""
+    return min(r["window"] for r in ran), min(r["seed"] for r in ran)
+
+
+def _jobs_csv(results_dir: Path, trace, window, config, seed) -> Path:
+    return results_dir / "runs" / f"{run_name(trace, window, config, seed)}_jobs.csv.gz"
+
+
+def _figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict) -> list[tuple[str, str]]:
+    """Write this trace's figures; ``[(caption, file name)]``."""
+    from ..analysis.plots import plot_bars, plot_runs, plot_spread
+
     out = []
-    ran = [r for r in rows if r["trace"] == trace and r["status"] != "error"]
+    ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
     if not ran:
         return out
-    window, seed = min(r["window"] for r in ran), min(r["seed"] for r in ran)
+    window, seed = _first_run(ran)
     runs = []
     for config in configs:
         r = next((r for r in ran if r["config"] == config and r["window"] == window and r["seed"] == seed), None)
-        path = results_dir / "runs" / f"{_run_name(trace, window, config, seed)}_jobs.csv.gz"
+        path = _jobs_csv(results_dir, trace, window, config, seed)
         if r is not None and path.is_file():
             runs.append((config, path))
-    slug = "".join(ch if ch.isalnum() or ch in "+-_" else "_" for ch in trace)
-    which = "" if len({r["window"] for r in ran}) == 1 and len({r["seed"] for r in ran}) == 1 else \
-        f" (window {window}, seed {seed})"
+    slug = safe_name(trace)
+    windows, seeds = len({r["window"] for r in ran}), len({r["seed"] for r in ran})
+    which = "" if windows == 1 and seeds == 1 else f" (window {window}, seed {seed})"
     if runs:
         for kind, caption in (("cumbsld", "cumulative bounded slowdown (tau = 60 s) over time"),
                               ("wait-ecdf", "waiting-time distribution")):
             name = f"{slug}-{kind}.png"
             plot_runs([p for _, p in runs], folder / name, kind=kind, labels=[c for c, _ in runs],
-                      title=f"{trace}: {caption}{which}")
+                      title=f"{trace}: {caption}{which}", colors=[colors[c] for c, _ in runs])
             out.append((f"{caption}{which}", name))
-    values = {c: [metric_value(r, metric) for r in ran if r["config"] == c] for c in configs}
-    values = {c: [v for v in vs if v is not None] for c, vs in values.items() if any(v is not None for v in vs)}
+    values = {c: [v for r in ran if r["config"] == c and (v := metric_value(r, metric)) is not None] for c in configs}
+    values = {c: vs for c, vs in values.items() if vs}
     if values:
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(values) + 2), 4))
-        labels = list(values)
         if any(len(v) > 1 for v in values.values()):
-            ax.boxplot([values[c] for c in labels])
-            kind, caption = "box", f"{metric} across windows and seeds"
+            across = "windows and seeds" if windows > 1 and seeds > 1 else "windows" if windows > 1 else "seeds"
+            caption = f"{metric} of every run across {across} (dots; bar: mean)"
+            name = f"{slug}-spread.png"
+            plot_spread(values, folder / name, metric, f"{trace}: {caption}", colors)
         else:
-            ax.bar(range(1, len(labels) + 1), [values[c][0] for c in labels], color="tab:blue")
-            kind, caption = "bars", f"{metric} per configuration"
-        ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right")
-        ax.set_ylabel(metric)
-        ax.set_title(f"{trace}: {caption}")
-        ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        name = f"{slug}-{kind}.png"
-        fig.savefig(folder / name)
-        plt.close(fig)
+            caption = f"{metric} per configuration"
+            name = f"{slug}-bars.png"
+            plot_bars({c: v[0] for c, v in values.items()}, folder / name, metric, f"{trace}: {caption}", colors)
         out.append((caption, name))
     return out
 
@@ -171,18 +307,20 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
 
     from ..analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
 
-    ran = [r for r in rows if r["trace"] == trace and r["status"] != "error"]
+    results_dir = Path(results_dir)
+    ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
     if not ran:
         return None
-    window, seed = min(r["window"] for r in ran), min(r["seed"] for r in ran)
+    window, seed = _first_run(ran)
     first = {r["config"]: r for r in ran if r["window"] == window and r["seed"] == seed}
-    ref = next((c for c in configs if c in first and _dividers(first[c].get("report"))), None)
+    reports = {c: run_report(results_dir, first[c]) for c in configs if c in first}
+    ref = next((c for c in configs if c in first and _dividers(reports[c])), None)
     if ref is None:
         return None
-    period, weeks, dividers = _dividers(first[ref]["report"])
+    period, weeks, dividers = _dividers(reports[ref])
     out = {}
     for config in configs:
-        path = results_dir / "runs" / f"{_run_name(trace, window, config, seed)}_jobs.csv.gz"
+        path = _jobs_csv(results_dir, trace, window, config, seed)
         if config not in first or not path.is_file():
             continue
         records = merge_attempts(read_jobs_csv(path))
@@ -199,7 +337,7 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     return out, ref
 
 
-def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Path) -> list[str]:
+def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Path, figures: bool) -> list[str]:
     split = class_split(rows, trace, configs, results_dir)
     if split is None:
         return []
@@ -217,40 +355,41 @@ def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Pa
             cells.append(fmt(v) + (f" ({_pct(change)})" if change is not None else ""))
         lines.append(f"| {config} | " + " | ".join(cells) + " |")
     lines.append("")
-    try:
-        from ..analysis.plots import PlotError, _pyplot
-
-        plt = _pyplot()
-    except PlotError:
+    if not figures:
         return lines
-    import numpy as np
+    from ..analysis.plots import plot_class_bars
 
-    labels = list(values)
-    x = np.arange(len(labels))
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4))
-    ax.bar(x - 0.2, [values[c][0] or 0 for c in labels], 0.4, label="small jobs", color="tab:green")
-    ax.bar(x + 0.2, [values[c][1] or 0 for c in labels], 0.4, label="large jobs", color="tab:gray")
-    ax.set_xticks(x, labels, rotation=30, ha="right")
-    ax.set_ylabel("average bounded slowdown (tau = 60 s)")
-    ax.set_title(f"{trace}: small and large jobs")
-    ax.legend()
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    slug = "".join(ch if ch.isalnum() or ch in "+-_" else "_" for ch in trace)
-    name = f"{slug}-classes.png"
-    fig.savefig(folder / name)
-    plt.close(fig)
+    name = f"{safe_name(trace)}-classes.png"
+    plot_class_bars({c: v[:2] for c, v in values.items()}, folder / name, "average bounded slowdown (tau = 60 s)",
+                    f"{trace}: small and large jobs")
     return lines + [f"![{trace}: small and large jobs]({name})", ""]
 
 
-def _run_name(trace, window, config, seed) -> str:
-    from .tasks import _safe
+def _matplotlib_missing() -> str | None:
+    """None when figures can be drawn, else the one line saying how to get them."""
+    from ..analysis.plots import PlotError, _pyplot
 
-    return f"{_safe(trace)}.w{window}.{_safe(config)}.s{seed}"
+    try:
+        _pyplot()
+    except PlotError as exc:
+        return str(exc)
+    return None
 
 
-def write_report(results_dir, report_dir) -> Path:
-    """Write ``report_dir/report.md`` (+ figures) from ``results_dir``; returns the Markdown path."""
+def _last_run(results_dir: Path) -> list[str]:
+    log = results_dir / "runs.log"
+    if not log.is_file():
+        return []
+    last = json.loads(log.read_text().splitlines()[-1])
+    stopped = " It was interrupted: run it again to complete the campaign." if last.get("interrupted") else ""
+    return [f"Last `campaign run`: {last['wall_s']:,.1f} s wall on {last['engine']}, {last['computed']} runs "
+            f"computed, {last['cached']} cached, {last['failed']} failed (code {last['code']}, "
+            f"{last['finished']}).{stopped}", ""]
+
+
+def write_report(results_dir, report_dir, log=None) -> Path:
+    """Write ``report_dir/report.md`` (+ figures) from ``results_dir``; returns the Markdown path.
+    ``log(line)`` hears what the report could not do (figures without matplotlib)."""
     results_dir, report_dir = Path(results_dir), Path(report_dir)
     rows = read_results(results_dir)
     s = _settings(results_dir)
@@ -258,88 +397,53 @@ def write_report(results_dir, report_dir) -> Path:
     paper_metrics = [p.metric for p in s["paper"] if p.metric not in metrics]
     summary = summarise(rows, metrics + list(dict.fromkeys(paper_metrics)))
     report_dir.mkdir(parents=True, exist_ok=True)
-    traces = list(dict.fromkeys(r["trace"] for r in rows))
-    configs = list(dict.fromkeys(r["config"] for r in rows))
+    traces = list(dict.fromkeys([*s["traces"], *(r["trace"] for r in rows)]))
+    configs = list(dict.fromkeys([*s["configs"], *(r["config"] for r in rows)]))
+    counts = completeness(rows, traces, configs, s["seeds"])
+    missing = sum(c["missing"] for c in counts.values())
+    no_figures = _matplotlib_missing()
+    if no_figures and log is not None:
+        log(f"batsched-ml: note: the report has no figures: {no_figures}")
+    colors = config_colors(configs) if not no_figures else {}
     status = defaultdict(int)
     for r in rows:
         status[r["status"]] += 1
     lines = [f"# Campaign {s['name']}", ""]
     if s["description"]:
         lines += [s["description"], ""]
-    lines += [f"{len(rows)} runs ({', '.join(f'{n} {k}' for k, n in sorted(status.items()))}); "
-              f"traces {', '.join(traces)}; {len(configs)} configurations; baseline **{baseline}**. "
-              "Values are means over windows and seeds (column n), with their change vs the baseline "
-              "in parentheses (`100 * (config / baseline - 1)`: negative is better for slowdowns and waits).", ""]
+    lines += [f"{len(rows)} runs ({', '.join(f'{n} {k}' for k, n in sorted(status.items()))})"
+              + (f", {missing} missing" if missing else "") + f"; traces {', '.join(traces)}; {len(configs)} "
+              f"configurations; baseline **{baseline}**. Values are means over windows and seeds (column n), with "
+              "their change vs the baseline in parentheses (`100 * (config / baseline - 1)`: negative is better "
+              "for slowdowns and waits).", ""]
+    if no_figures:
+        lines += [f"No figures in this report: {no_figures}, then `batsched-ml campaign report {results_dir}`.", ""]
     for trace in traces:
         lines += [f"## {trace}", ""]
-        head = ["config", "n"] + [m for m in metrics]
-        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * len(metrics)]
-        base = summary.get((trace, baseline), {})
-        for config in configs:
-            got = summary.get((trace, config))
-            if got is None:
-                lines.append(f"| {config} | 0 |" + " - |" * len(metrics))
-                continue
-            cells = []
-            for m in metrics:
-                cell = fmt(got[m])
-                change = _change(got[m], base.get(m))
-                if _lower_is_better(m) and config != baseline and change is not None:
-                    cell += f" ({_pct(change)})"
-                cells.append(cell)
-            lines.append(f"| {config} | {got['n']} | " + " | ".join(cells) + " |")
-        lines.append("")
-        for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir):
-            lines += [f"![{trace}: {caption}]({name})", ""]
-        lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir)
-    s["paper"] = [p for p in s["paper"] if p.trace in traces]  # a subset run: only the traces that ran
-    if s["paper"]:
-        lines += ["## Beside the paper", "",
-                  "`reduction` rows: % below the baseline "
-                  f"({baseline}), gap in points. Other rows: the metric itself, gap = ours - paper (relative), and "
-                  "each one's change vs the baseline when the paper gives the baseline's value too.", "",
-                  "| trace | config | metric | source | ours | paper | gap | ours vs baseline | paper vs baseline |",
-                  "|---|---|---|---|---:|---:|---:|---:|---:|"]
-        paper_values = {(p.trace, p.config, p.metric): p.value for p in s["paper"] if p.value is not None}
-        for p in s["paper"]:
-            ours = (summary.get((p.trace, p.config)) or {}).get(p.metric)
-            base = (summary.get((p.trace, baseline)) or {}).get(p.metric)
-            if p.reduction is not None:
-                red = reduction(ours, base)
-                gap = None if red is None else red - p.reduction
-                lines.append(f"| {p.trace} | {p.config} | {p.metric} reduction | {p.source} | {_pct(red)} | "
-                             f"{_pct(p.reduction)} | {'-' if gap is None else f'{gap:+.1f} pts'} | | |")
-            else:
-                gap = None if ours is None else ours - p.value
-                rel = "" if gap is None or not p.value else f" ({_pct(100 * gap / p.value)})"
-                pbase = paper_values.get((p.trace, baseline, p.metric))
-                changes = ("", "") if p.config == baseline else (_pct(_change(ours, base)),
-                                                                   _pct(_change(p.value, pbase)))
-                lines.append(f"| {p.trace} | {p.config} | {p.metric} | {p.source} | {fmt(ours)} | {fmt(p.value)} | "
-                             f"{'-' if gap is None else fmt(gap)}{rel} | {changes[0]} | {changes[1]} |")
-        lines.append("")
+        if not any(counts[(trace, c)].get(k) for c in configs for k in (*RAN, "error", "timeout")):
+            lines += ["Not run yet: `batsched-ml campaign run` on the campaign file runs it.", ""]
+            continue
+        lines += trace_table(summary, trace, configs, metrics, baseline, counts)
+        lines += _gaps_note(trace, configs, counts)
+        if not no_figures:
+            for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
+                lines += [f"![{trace}: {caption}]({name})", ""]
+        lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir, figures=not no_figures)
+    lines += paper_table([p for p in s["paper"] if p.trace in traces], summary, baseline)
     lines += ["## Configurations", "", "| config | `batsched-ml simulate` flags |", "|---|---|"]
     for name, argv in s["argv"].items():
         lines.append(f"| {name} | `{' '.join(argv) or '(defaults)'}` |")
     lines.append("")
-    walls = defaultdict(list)
-    for r in rows:
-        if r.get("wall_s") is not None:
-            walls[r["config"]].append(r["wall_s"])
+    walls = [r["wall_s"] for r in rows if r.get("wall_s") is not None]
     if walls:
-        total = sum(sum(v) for v in walls.values())
-        lines += [f"Simulation time: {total:,.1f} s in total (sum over runs, as measured when each ran; "
+        lines += [f"Simulation time: {sum(walls):,.1f} s in total (sum over runs, as measured when each ran; "
                   "cached runs keep their original time).", ""]
-    log = results_dir / "runs.log"
-    if log.is_file():
-        last = json.loads(log.read_text().splitlines()[-1])
-        lines += [f"Last `campaign run`: {last['wall_s']:,.1f} s wall on {last['engine']}, {last['computed']} runs "
-                  f"computed, {last['cached']} cached, {last['failed']} failed (code {last['code']}, "
-                  f"{last['finished']}).", ""]
-    errors = [r for r in rows if r["status"] == "error"]
-    if errors:
+    lines += _last_run(results_dir)
+    failed = [r for r in rows if r["status"] in ("error", "timeout")]
+    if failed:
         lines += ["## Failed runs", ""]
-        lines += [f"- {r['trace']} w{r['window']} {r['config']} seed {r['seed']}: {r['error']}" for r in errors]
+        lines += [f"- {r['trace']} w{r['window']} {r['config']} seed {r['seed']} ({r['status']}): {r['error']}"
+                  for r in failed]
         lines.append("")
     path = report_dir / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")

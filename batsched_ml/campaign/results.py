@@ -1,5 +1,9 @@
 """The campaign's tidy table: one row per task, written as ``results.csv`` (and
-``results.parquet`` when pyarrow is installed), read back by the report."""
+``results.parquet`` when pyarrow is installed), read back by the report.
+
+Every cell is bounded: the metrics JSON has a fixed set of keys, an error message is cut, and
+a run's scheduler report (per-week classifier data...: 150 kB on a 200k-job trace) is a file
+under ``runs/`` that the ``report`` column names (``runs/<run>_report.json``)."""
 
 from __future__ import annotations
 
@@ -23,9 +27,10 @@ FLAT_FROM_METRICS = {
 COLUMNS = ("trace", "window", "config", "seed", "status", "error", "jobs", "avebsld10", "avebsld60", "cum_bsld60",
            "mean_wait", "geomean_wait", "max_wait", "utilisation", "makespan", "kills", "wasted_core_seconds",
            "wall_s", "window_start", "unfinished", "key", "metrics", "report")
-JSON_COLUMNS = ("metrics", "report")
+JSON_COLUMNS = ("metrics",)
 INT_COLUMNS = ("window", "seed", "jobs", "kills", "unfinished")
-TEXT_COLUMNS = ("trace", "config", "status", "error", "key")
+TEXT_COLUMNS = ("trace", "config", "status", "error", "key", "report")
+NOT_METRICS = JSON_COLUMNS + ("report",)
 NUMERIC = tuple(c for c in COLUMNS if c not in JSON_COLUMNS + TEXT_COLUMNS + ("window", "seed"))
 
 _TINY_JOBS_CSV = (
@@ -51,7 +56,7 @@ def metric_names() -> list[str]:
 
 def metric_value(row: dict, name: str):
     """A row's value of ``name``: a flat column, else from its metrics JSON (None if absent)."""
-    if name in row and name not in JSON_COLUMNS:
+    if name in row and name not in NOT_METRICS:
         return row[name]
     return (row.get("metrics") or {}).get(name)
 
@@ -112,7 +117,7 @@ def write_results(directory, rows: list[dict]) -> list[Path]:
 def _parse(column: str, text: str):
     if text == "":
         return None
-    if column in JSON_COLUMNS:
+    if column in JSON_COLUMNS or (column == "report" and text.startswith("{")):  # (older files: inline)
         return json.loads(text)
     if column in INT_COLUMNS:
         return int(text)
@@ -122,9 +127,15 @@ def _parse(column: str, text: str):
 
 
 def read_results(directory) -> list[dict]:
-    """Rows of ``results.csv`` with their types back (numbers, JSON columns as dicts)."""
+    """Rows of ``results.csv`` with their types back (numbers, JSON columns as dicts). Files written
+    before the reports moved out of it may hold cells of any size: they are read too."""
     path = Path(directory) / "results.csv"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no results here (run `batsched-ml campaign run` first)")
-    with open(path, newline="", encoding="utf-8") as f:
-        return [{c: _parse(c, row.get(c, "")) for c in COLUMNS} for row in csv.DictReader(f)]
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, path.stat().st_size))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            return [{c: _parse(c, row.get(c, "")) for c in COLUMNS} for row in csv.DictReader(f)]
+    finally:
+        csv.field_size_limit(limit)

@@ -1,5 +1,6 @@
 """Run a campaign: prepare the inputs, skip what the cache holds, run the rest on Dask, store
-each result as it arrives (so Ctrl-C loses nothing finished), write ``results.csv``."""
+each result as it arrives (so Ctrl-C loses nothing finished), write ``results.csv`` (a subset
+run keeps the other tasks' rows)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..progress import TaskProgress
 from .cache import ResultCache, config_cost_key
 from .executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
-from .results import write_results
+from .results import read_results, write_results
 from .spec import Campaign
-from .tasks import Task, code_version, error_row, run_task, task_key
+from .tasks import REPORT_SUFFIX, Task, code_version, error_row, run_name, run_task, task_key
 
 __all__ = ["CampaignOutcome", "build_tasks", "estimated_cost", "run_campaign"]
 
@@ -29,8 +31,10 @@ class CampaignOutcome:
     tasks: int = 0
     cached: int = 0
     computed: int = 0
-    failed: list[str] = field(default_factory=list)   # task labels with their error
+    stored: int = 0  # tasks of this run whose result is stored (cached before or computed now)
+    failed: list[str] = field(default_factory=list)   # task labels with their error (or timeout)
     interrupted: bool = False
+    stopped_by: BaseException | None = None  # the KeyboardInterrupt (or interrupts.Terminated)
     rows: list[dict] = field(default_factory=list)
 
 
@@ -45,7 +49,7 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                     tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
                                       config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
                                       platform=inp.platform, key=task_key(inp.digest, config.argv, seed, version),
-                                      nb_jobs=inp.nb_jobs))
+                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout))
     return tasks
 
 
@@ -79,56 +83,130 @@ def _link_runs(results_dir: Path, cache: ResultCache, tasks: list[Task], done: d
             os.replace(tmp, dst)
 
 
+def _report_file(cache: ResultCache, task: Task) -> str | None:
+    """Where results.csv says the run's scheduler report is (relative to the results directory)."""
+    return f"runs/{task.run_name}{REPORT_SUFFIX}" if REPORT_SUFFIX in cache.files(task.key) else None
+
+
+def _kept_rows(results_dir: Path, campaign: Campaign, ran: Campaign) -> list[dict]:
+    """The rows of an earlier results.csv that a subset run (``ran``) does not redo: every row of a
+    (trace, config) outside the subset, as long as the campaign still has that trace, config
+    and seed. A subset run updates the results; it never shrinks them."""
+    if ran is campaign or not (results_dir / "results.csv").is_file():
+        return []
+    try:
+        rows = read_results(results_dir)
+    except (OSError, ValueError):
+        return []
+    kept = [r for r in rows
+            if r["trace"] in campaign.traces and r["config"] in campaign.configs and r["seed"] in campaign.seeds
+            and not (r["trace"] in ran.traces and r["config"] in ran.configs)]
+    for row in kept:
+        if isinstance(row.get("report"), dict):  # a results.csv of older code held the report inline
+            row["report"] = _write_report_file(results_dir, row)
+    return kept
+
+
+def _write_report_file(results_dir: Path, row: dict) -> str:
+    name = f"runs/{run_name(row['trace'], row['window'], row['config'], row['seed'])}{REPORT_SUFFIX}"
+    (results_dir / "runs").mkdir(exist_ok=True)
+    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True), encoding="utf-8")
+    return name
+
+
+def _file_order(campaign: Campaign):
+    traces, configs = list(campaign.traces), list(campaign.configs)
+
+    def key(row: dict):
+        return (traces.index(row["trace"]), row["window"] or 0, configs.index(row["config"]),
+                campaign.seeds.index(row["seed"]) if row["seed"] in campaign.seeds else len(campaign.seeds))
+    return key
+
+
 def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
-                 scheduler_address: str | None = None, progress: bool = True, log=print) -> CampaignOutcome:
-    """Run what is missing from ``results_dir``; returns what happened (never raises for a task)."""
+                 scheduler_address: str | None = None, progress=True, log=print,
+                 traces=None, configs=None) -> CampaignOutcome:
+    """Run what is missing from ``results_dir``; returns what happened (never raises for a task).
+
+    ``traces`` / ``configs``: run only these (the baseline config always); the other tasks' rows
+    of results.csv stay. ``progress``: True (a bar on a terminal, a status line every 30 s
+    otherwise), False, or a :class:`batsched_ml.progress.TaskProgress`. Ctrl-C or SIGTERM
+    stop the run: what finished is stored and written (``outcome.interrupted``, and
+    ``outcome.stopped_by`` is the interrupt).
+    """
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / "campaign.toml").write_text(campaign.text, encoding="utf-8")
-    tasks = build_tasks(campaign, results_dir)
+    ran = campaign.subset(traces=traces, configs=configs) if traces or configs else campaign
+    outcome = CampaignOutcome(results_dir)
+    failures: dict[str, tuple[str, str]] = {}  # key -> (status, message)
+    tasks: list[Task] | None = None
+    done: dict = {}
     cache = ResultCache(results_dir)
-    done = {t.key: row for t in tasks if (row := cache.get(t.key)) is not None}
-    todo = list({t.key: t for t in tasks if t.key not in done}.values())  # identical runs once
-    costs = cache.costs()
-    todo.sort(key=lambda t: -estimated_cost(t, costs))  # longest first: the last tasks to finish are short
-    outcome = CampaignOutcome(results_dir, tasks=len(tasks), cached=sum(t.key in done for t in tasks))
-    from .executor import default_workers
-
-    where = scheduler_address or ("this process" if workers == 0 else
-                                  f"a local Dask cluster of {workers or default_workers()} worker(s)")
-    log(f"campaign {campaign.name}: {len(tasks)} tasks, {outcome.cached} cached, {len(todo)} to run"
-        + (f" on {where}" if todo else ""))
-    failures: dict[str, str] = {}
+    where = "cache only"
     t0 = time.perf_counter()
     try:
+        (results_dir / "campaign.toml").write_text(campaign.text, encoding="utf-8")
+        tasks = build_tasks(ran, results_dir)
+        outcome.tasks = len(tasks)
+        done.update((t.key, row) for t in tasks if (row := cache.get(t.key)) is not None)
+        todo = list({t.key: t for t in tasks if t.key not in done}.values())  # identical runs once
+        costs = cache.costs()
+        todo.sort(key=lambda t: -estimated_cost(t, costs))  # longest first: the last tasks to finish are short
+        outcome.cached = sum(t.key in done for t in tasks)
+        from .executor import default_workers
+
         if todo:
+            where = scheduler_address or ("this process" if workers == 0 else
+                                          f"a local Dask cluster of {workers or default_workers()} worker(s)")
+        log(f"campaign {campaign.name}: {len(tasks)} tasks, {outcome.cached} cached, {len(todo)} to run"
+            + (f" on {where}" if todo else ""))
+        if todo:
+            if not isinstance(progress, TaskProgress):
+                progress = TaskProgress.for_cli(len(todo), campaign.name, enabled=bool(progress),
+                                                weights=[estimated_cost(t, costs) for t in todo])
             for i, result in iter_tasks(run_task, todo, scheduler_address=scheduler_address, workers=workers,
                                         progress=progress, desc=campaign.name):
                 task = todo[i]
                 if isinstance(result, TaskFailure):
-                    failures[task.key] = result.error
+                    failures[task.key] = ("error", result.error)
                     log(f"failed: {task.label}: {result.error}")
-                    continue
-                cache.put(task.key, result["row"], result["files"])
-                cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
-                done[task.key] = result["row"]
-                outcome.computed += 1
-    except KeyboardInterrupt:
+                elif "timeout" in result:
+                    failures[task.key] = ("timeout", f"stopped after {result['timeout']:g} s (task_timeout): "
+                                                     f"{result['finished']:,} of {result['total']:,} jobs finished")
+                    log(f"timeout: {task.label}: {failures[task.key][1]}")
+                else:
+                    cache.put(task.key, result["row"], result["files"])
+                    cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
+                    done[task.key] = result["row"]
+                    outcome.computed += 1
+    except KeyboardInterrupt as exc:
         outcome.interrupted = True
+        outcome.stopped_by = exc
     finally:
-        rows = []
-        for task in tasks:
-            if task.key in done:
-                rows.append({**done[task.key], **_identity(task)})
-            elif task.key in failures:
-                rows.append(error_row(task, failures[task.key]))
-        _link_runs(results_dir, cache, tasks, done)
-        cache.save_costs()
-        write_results(results_dir, rows)
-        outcome.rows = rows
-        outcome.failed = [f"{t.label}: {failures[t.key]}" for t in tasks if t.key in failures]
-        _log_run(results_dir, outcome, time.perf_counter() - t0, where if todo else "cache only")
+        if tasks is not None:  # (nothing to write when stopped before the tasks were known)
+            outcome.rows = _write_rows(results_dir, campaign, ran, tasks, done, failures, cache)
+            outcome.stored = sum(t.key in done for t in tasks)
+            outcome.failed = [f"{t.label}: {failures[t.key][1]}" for t in tasks if t.key in failures]
+            _log_run(results_dir, outcome, time.perf_counter() - t0, where)
     return outcome
+
+
+def _write_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: list[Task], done: dict,
+                failures: dict, cache: ResultCache) -> list[dict]:
+    """results.csv: this run's tasks that are done or failed, and the rows it keeps (``_kept_rows``),
+    in campaign-file order; ``runs/`` links to the cached files. Returns the rows."""
+    rows = _kept_rows(results_dir, campaign, ran)
+    for task in tasks:
+        if task.key in done:
+            rows.append({**done[task.key], **_identity(task), "report": _report_file(cache, task)})
+        elif task.key in failures:
+            status, message = failures[task.key]
+            rows.append(error_row(task, message, status=status))
+    rows.sort(key=_file_order(campaign))
+    _link_runs(results_dir, cache, tasks, done)
+    cache.save_costs()
+    write_results(results_dir, rows)
+    return rows
 
 
 def _log_run(results_dir: Path, outcome: CampaignOutcome, wall: float, engine: str) -> None:

@@ -21,7 +21,7 @@ from ..workloads.windows import WindowSpec
 __all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TraceSpec", "config_keys", "load_campaign",
            "parse_config", "scheduler_parser"]
 
-CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description")
+CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
 TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows")
 TRACE_SOURCES = ("swf", "workload", "generate")
 WINDOW_KEYS = ("days", "count", "select", "start_days")
@@ -146,6 +146,7 @@ class Campaign:
     paper: list[PaperRef] = field(default_factory=list)
     description: str = ""
     text: str = ""               # the file as read, copied next to the results
+    task_timeout: float | None = None  # seconds a task may run before it is stopped as ``timeout``
 
     def subset(self, traces=None, configs=None) -> "Campaign":
         """The same campaign on some traces / configs only (the baseline config is kept)."""
@@ -337,9 +338,14 @@ def _campaign(data: dict, path: Path, text: str) -> Campaign:
     for ref in paper:
         if ref.metric not in valid:
             raise CampaignError(f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}")
+    timeout = head.get("task_timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not timeout > 0 or timeout == float("inf")):
+        raise CampaignError(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
-                    description=str(head.get("description", "")), text=text)
+                    description=str(head.get("description", "")), text=text,
+                    task_timeout=None if timeout is None else float(timeout))
 
 
 def _check_buildable(config: ConfigSpec) -> None:

@@ -2,8 +2,10 @@
 
 The task builds its scheduler from the same flags the CLI would parse and scores the run
 with the same ``compute_metrics`` call, so its numbers are those of ``simulate`` for the same
-inputs, bit for bit. It writes nothing outside a temporary directory: the jobs CSV travels
-back (gzipped) to the client, which alone writes the results directory.
+inputs, bit for bit. It writes nothing outside a temporary directory (in the worker's scratch
+folder, removed by the client if the worker is killed): the jobs CSV (gzipped) and the
+scheduler's report (JSON) travel back to the client, which alone writes the results directory.
+A task past its time limit stops and says so (``{"timeout": ...}``) instead of failing.
 """
 
 from __future__ import annotations
@@ -11,18 +13,20 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["Task", "run_task", "task_key"]
+__all__ = ["Task", "TaskTimeout", "run_task", "task_key"]
 
-MAX_REPORT_ITEMS = 200  # longer lists/dicts of a scheduler report (per-job data) stay out of results
+# longer lists/dicts of a scheduler report (per-job data) stay out of its file; weekly lists fit (1000 weeks: 19
+# years of a trace)
+MAX_REPORT_ITEMS = 1000
 # gzip's own default (6), not Python's (9): a 12k-job jobs CSV (1.9 MB) takes 55 ms instead of 260 ms
 # (a fifth of the whole task) for a file 2.6% larger
 GZIP_LEVEL = 6
+REPORT_SUFFIX = "_report.json"  # the scheduler's report of a run, beside its jobs CSV under runs/
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Task:
     platform: str
     key: str
     nb_jobs: int = 0
+    timeout: float | None = None  # seconds; not in the key: a limit does not change a finished run
 
     @property
     def label(self) -> str:
@@ -44,18 +49,23 @@ class Task:
 
     @property
     def run_name(self) -> str:
-        """File stem under ``runs/``: ``<trace>.w<window>.<config>.s<seed>``."""
-        return f"{_safe(self.trace)}.w{self.window}.{_safe(self.config)}.s{self.seed}"
+        return run_name(self.trace, self.window, self.config, self.seed)
 
 
-def _safe(name: str) -> str:
+def run_name(trace: str, window: int, config: str, seed: int) -> str:
+    """File stem under ``runs/``: ``<trace>.w<window>.<config>.s<seed>``."""
+    return f"{safe_name(trace)}.w{window}.{safe_name(config)}.s{seed}"
+
+
+def safe_name(name: str) -> str:
+    """``name`` usable in a file name (letters, digits, ``+-_``; the rest as ``_``)."""
     return "".join(ch if ch.isalnum() or ch in "+-_" else "_" for ch in name)
 
 
-# modules that only present results (reports, figures, the command line, the task engine): editing
-# them keeps the cached runs
+# modules that only present results (reports, figures, the command line, the task engine, progress
+# displays, interrupt handling): editing them keeps the cached runs
 PRESENTATION = ("campaign/cli.py", "campaign/executor.py", "campaign/run.py", "campaign/cache.py", "campaign/report.py",
-                "analysis/plots.py", "cli.py")
+                "analysis/plots.py", "cli.py", "progress.py", "interrupts.py")
 
 
 def code_version() -> str:
@@ -89,8 +99,28 @@ def compact(value):
     return value
 
 
+class TaskTimeout(Exception):
+    """Raised inside a task's simulation once its time limit has passed."""
+
+    def __init__(self, finished: int, total: int):
+        super().__init__(f"{finished} of {total} jobs finished")
+        self.finished, self.total = finished, total
+
+
+class _Deadline:
+    """A simulation progress hook (called every 500 messages) that stops the run at ``deadline``."""
+
+    def __init__(self, seconds: float):
+        self.deadline = time.perf_counter() + seconds
+
+    def simulation_status(self, status) -> None:
+        if not status.done and time.perf_counter() > self.deadline:
+            raise TaskTimeout(status.finished, status.total)
+
+
 def run_task(task: Task) -> dict:
-    """Simulate ``task``; returns ``{"row": {...}, "files": {suffix: gzipped bytes}}``."""
+    """Simulate ``task``; returns ``{"row": {...}, "files": {suffix: bytes}}``, or
+    ``{"timeout": seconds, "finished": jobs, "total": jobs}`` when it ran past ``task.timeout``."""
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
@@ -99,12 +129,18 @@ def run_task(task: Task) -> dict:
     from ..runner import simulate
     from .spec import parse_config
 
+    from .executor import task_directory
+
     scheduler = scheduler_from_args(parse_config(task.argv, task.seed))
-    with tempfile.TemporaryDirectory(prefix="batsched-task-") as tmp:
+    with task_directory("batsched-task-") as tmp:
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result, _ = simulate(task.platform, task.workload, scheduler, prefix=Path(tmp) / "run")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result, _ = simulate(task.platform, task.workload, scheduler, prefix=Path(tmp) / "run",
+                                     progress=_Deadline(task.timeout) if task.timeout else None)
+        except TaskTimeout as stop:
+            return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
         wall = time.perf_counter() - t0
         records = merge_attempts(read_jobs_csv(result.jobs_csv))
         metrics = compute_metrics(records, nb_cores=result.schedule.get("nb_computing_machines"))
@@ -117,12 +153,20 @@ def run_task(task: Task) -> dict:
            **{col: metrics.get(key) for col, key in FLAT_FROM_METRICS.items()},
            "cum_bsld60": float(np.nansum(per_job_bsld(records, 60.0))),
            "wall_s": wall, "window_start": task.window_start, "unfinished": len(result.unfinished),
-           "key": task.key, "metrics": metrics,
-           "report": json.loads(json.dumps(compact(complete_report(scheduler.report(), metrics)), default=float))}
+           "key": task.key, "metrics": metrics}
+    report = compact(complete_report(scheduler.report(), metrics))
+    if report:  # a file next to the run's jobs CSV (results.csv only names it): it may be large
+        files[REPORT_SUFFIX] = json.dumps(report, indent=1, sort_keys=True, default=float).encode("utf-8")
     return {"row": row, "files": files}
 
 
-def error_row(task: Task, error: str) -> dict:
-    """The row of a task that raised: identifiers, status ``error`` and the message."""
+MAX_ERROR_CHARS = 2000  # an error message is one line of results.csv: bounded
+
+
+def error_row(task: Task, error: str, status: str = "error") -> dict:
+    """The row of a task that did not finish: identifiers, ``status`` (``error`` when it raised,
+    ``timeout`` past its limit) and the message (cut to MAX_ERROR_CHARS)."""
     row = {k: v for k, v in asdict(task).items() if k in ("trace", "window", "config", "seed", "window_start", "key")}
-    return dict(row, status="error", error=error)
+    if len(error) > MAX_ERROR_CHARS:
+        error = error[:MAX_ERROR_CHARS - 25] + f" ... ({len(error):,} characters)"
+    return dict(row, status=status, error=error)

@@ -68,7 +68,8 @@ class DecisionCore:
         """Apply one message's events, run one scheduling pass, return the decisions.
 
         A message Batsim would never send (see ``_check_order``) raises ProtocolViolation
-        before anything changes.
+        before anything changes; a SIMULATION_ENDS while a job still runs raises it when reached
+        (the completions before it in the same message count).
         """
         self._check_order(now, events)
         ctx = self._ctx
@@ -76,7 +77,7 @@ class DecisionCore:
         ctx.decisions = []
         ctx._calls = set()
         sched = self.scheduler
-        for event in events:
+        for index, event in enumerate(events):
             kind = type(event)
             if kind is ev.JobSubmitted:
                 if event.profile is not None:
@@ -87,7 +88,7 @@ class DecisionCore:
                 self._job_completed(event, ctx)
             elif kind is ev.JobKilled:
                 for job_id in event.job_ids:
-                    job = self._killed_job(job_id, now, events.index(event))
+                    job = self._killed_job(job_id, now, index)
                     self.kills_pending.discard(job_id)
                     progress = event.job_progress.get(job_id)
                     sched.on_job_killed(job, None if progress is None else progress.get("progress"), ctx)
@@ -102,10 +103,12 @@ class DecisionCore:
                 sched.on_notify(event.kind, ctx)
             elif kind is ev.SimulationBegins:
                 if self.machine is not None:
-                    raise self._violation(now, events.index(event), event, "a second SIMULATION_BEGINS (Batsim "
+                    raise self._violation(now, index, event, "a second SIMULATION_BEGINS (Batsim "
                                           "sends it once, first): the simulation already began")
                 self._begin(event, ctx)
             elif kind is ev.SimulationEnds:
+                if self.running:
+                    raise self._violation(now, index, event, _still_running(self.running))
                 self.ended = True
                 sched.on_simulation_ends(ctx)
                 return []
@@ -119,9 +122,13 @@ class DecisionCore:
 
     def _check_order(self, now: float, events) -> None:
         """What any Batsim guarantees about message order: SIMULATION_BEGINS first (and once: see
-        ``_begin``), time never going back (no message, no event before the previous message's
-        ``now``; events are sorted, as the codec checks, so the first one tells)."""
+        ``_begin``), SIMULATION_ENDS last (nothing after it, in its message or later), time never
+        going back (no message, no event before the previous message's ``now``; events are
+        sorted, as the codec checks, so the first one tells)."""
         last = self.last_now
+        if self.ended:
+            raise ProtocolViolation(f"Batsim->scheduler message at now={now!r} after SIMULATION_ENDS "
+                                    "(Batsim sends nothing more once the simulation ended)")
         if last is None:
             if not events or type(events[0]) is not ev.SimulationBegins:
                 what = type(events[0]).type if events else "an empty message"
@@ -133,7 +140,19 @@ class DecisionCore:
         elif events and events[0].timestamp < last:
             raise self._violation(now, 0, events[0], f"timestamp {events[0].timestamp!r} is earlier than "
                                   f"the previous message's now={last!r}")
+        self._check_ends_last(now, events)
         self.last_now = now
+
+    def _check_ends_last(self, now: float, events) -> None:
+        """SIMULATION_ENDS is the last event Batsim ever sends: name the first event after it."""
+        last_index = len(events) - 1
+        for index, event in enumerate(events):
+            if type(event) is ev.SimulationEnds and index != last_index:
+                after = events[index + 1]
+                what = ("a second SIMULATION_ENDS" if type(after) is ev.SimulationEnds
+                        else f"{after.type} after SIMULATION_ENDS")
+                raise self._violation(now, index + 1, after, f"{what} (event #{index}): Batsim sends "
+                                      "SIMULATION_ENDS last, once")
 
     @staticmethod
     def _violation(now: float, index: int, event, text: str) -> ProtocolViolation:
@@ -191,3 +210,11 @@ class DecisionCore:
 
     def running_jobs(self) -> list:
         return [j for j in self.jobs.values() if j.state == RUNNING]
+
+
+def _still_running(running: dict) -> str:
+    """The SIMULATION_ENDS-while-running text, naming a few of the jobs."""
+    names = list(running)
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"the simulation ends while {len(names)} job(s) still run ({shown}): Batsim ends it only "
+            "once every job has completed")

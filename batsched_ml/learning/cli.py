@@ -21,6 +21,17 @@ def cmd_generate(args) -> int:
 
 
 def cmd_learn_policy(args) -> int:
+    from ..interrupts import note_kept
+
+    try:
+        return _learn_policy(args)
+    except KeyboardInterrupt as exc:  # before scoring started (imports, reading the trace)
+        if getattr(exc, "kept", None) is None:
+            note_kept(exc, "nothing new was scored; run the same command again to resume")
+        raise
+
+
+def _learn_policy(args) -> int:
     from .procedure import learn_policy
 
     for name in ("cores", "tuples", "trials", "top", "starts"):

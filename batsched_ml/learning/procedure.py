@@ -14,6 +14,7 @@ worker ran which tuple, nor on the order they finished.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -55,8 +56,18 @@ def read_scores(path: Path) -> dict[int, list[list[float]]]:
         return done
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
-            done.setdefault(int(row["tuple"]), []).append([float(row[k]) for k in SCORE_FIELDS[1:]])
+            try:
+                values = [float(row[k]) for k in SCORE_FIELDS[1:]]
+                done.setdefault(int(row["tuple"]), []).append(values)
+            except (TypeError, ValueError):  # a line cut by a crash: its tuple is scored again
+                continue
     return done
+
+
+def _csv_text(rows) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    return buffer.getvalue()
 
 
 def _fit_chunk(task):
@@ -68,38 +79,46 @@ def learn_policy(cores: int, tuples: int, trials: int, seed: int, output: str | 
                  scores: str | Path | None = None, swf: str | None = None, jobs: int = 10000,
                  top: int = 10, starts: int = 3, bases=None, operators=None, workers: int | None = None,
                  scheduler_address: str | None = None, progress: bool = True, log=print) -> dict:
-    """Run the procedure; returns the policy document written to ``output``."""
+    """Run the procedure; returns the policy document written to ``output``. Interrupted (Ctrl-C,
+    SIGTERM), the KeyboardInterrupt carries what was kept (``interrupts.note_kept``)."""
     from ..campaign.executor import iter_tasks, map_tasks
+    from ..interrupts import note_kept
 
     shapes = all_shapes(bases or tuple(BASES), operators or tuple(OPERATORS))  # checked before any work
     output = Path(output)
     scores_path = Path(scores) if scores else output.with_suffix(".scores.csv")
-    rows_by_tuple = read_scores(scores_path)
-    q_size = 32
-    rows_by_tuple = {i: rows for i, rows in rows_by_tuple.items() if len(rows) == q_size and i < tuples}
-    all_tuples = draw_tuples(workload_jobs(cores, jobs, seed, swf), tuples, seed=seed)
-    todo = [(i, s_t, q_t, trials, cores, seed) for i, (s_t, q_t) in enumerate(all_tuples) if i not in rows_by_tuple]
-    log(f"tuples: {tuples} ({len(rows_by_tuple)} already scored in {scores_path}), {trials} trials each")
-    if todo:
-        fresh = not scores_path.exists() or scores_path.stat().st_size == 0
-        scores_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(scores_path, "a", newline="") as fh:
-            writer = csv.writer(fh)
-            if fresh:
-                writer.writerow(SCORE_FIELDS)
-            for _, result in iter_tasks(score_tuple, todo, scheduler_address=scheduler_address,
-                                        workers=workers, progress=progress, desc="tuples"):
-                if not isinstance(result, tuple):
-                    raise RuntimeError(f"a tuple failed: {result.error}")
-                index, rows = result
-                writer.writerows([index, *row] for row in rows)
-                fh.flush()
-                rows_by_tuple[index] = rows
-    data = np.array([row for i in sorted(rows_by_tuple) for row in rows_by_tuple[i]])
-    r, n, s, score = data.T
-    chunks = [(shapes[k:k + 24], r, n, s, score, starts, seed) for k in range(0, len(shapes), 24)]
-    fits = [f for chunk in map_tasks(_fit_chunk, chunks, scheduler_address=scheduler_address, workers=workers,
-                                     progress=progress) for f in chunk]
+    rows_by_tuple: dict = {}  # tuple -> its scores, filled as they are read or computed
+    try:
+        rows_by_tuple.update(read_scores(scores_path))
+        q_size = 32
+        for i in [i for i, rows in rows_by_tuple.items() if len(rows) != q_size or i >= tuples]:
+            del rows_by_tuple[i]
+        all_tuples = draw_tuples(workload_jobs(cores, jobs, seed, swf), tuples, seed=seed)
+        todo = [(i, s_t, q_t, trials, cores, seed) for i, (s_t, q_t) in enumerate(all_tuples)
+                if i not in rows_by_tuple]
+        log(f"tuples: {tuples} ({len(rows_by_tuple)} already scored in {scores_path}), {trials} trials each")
+        if todo:
+            fresh = not scores_path.exists() or scores_path.stat().st_size == 0
+            scores_path.parent.mkdir(parents=True, exist_ok=True)
+            with open(scores_path, "a", newline="") as fh:
+                writer = csv.writer(fh)
+                if fresh:
+                    writer.writerow(SCORE_FIELDS)
+                for _, result in iter_tasks(score_tuple, todo, scheduler_address=scheduler_address,
+                                            workers=workers, progress=progress, desc="tuples"):
+                    if not isinstance(result, tuple):
+                        raise RuntimeError(f"a tuple failed: {result.error}")
+                    index, rows = result
+                    fh.write(_csv_text([index, *row] for row in rows))  # one call: a tuple is whole or absent
+                    fh.flush()
+                    rows_by_tuple[index] = rows
+        data = np.array([row for i in sorted(rows_by_tuple) for row in rows_by_tuple[i]])
+        r, n, s, score = data.T
+        chunks = [(shapes[k:k + 24], r, n, s, score, starts, seed) for k in range(0, len(shapes), 24)]
+        fits = [f for chunk in map_tasks(_fit_chunk, chunks, scheduler_address=scheduler_address, workers=workers,
+                                         progress=progress) for f in chunk]
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: the scores file holds every tuple scored
+        raise note_kept(exc, _kept_text(len(rows_by_tuple), tuples, scores_path)) from None
     order = sorted(range(len(fits)), key=lambda i: (fits[i].rank_error, i))
     fits = [fits[i] for i in order]
     doc = policy_document(fits, top, {"procedure": {
@@ -111,3 +130,11 @@ def learn_policy(cores: int, tuples: int, trials: int, seed: int, output: str | 
         log(f"#{entry['rank']:<3} rank error {entry['rank_error']:.6g}  {readable(entry)}")
     log(f"wrote {output}")
     return doc
+
+
+def _kept_text(scored: int, tuples: int, scores_path: Path) -> str:
+    """What an interrupted run leaves for the next one."""
+    if scored >= tuples:
+        return (f"all {tuples} tuples scored, kept in {scores_path}; run the same command again to resume "
+                "(the regression starts over)")
+    return f"{scored} of {tuples} tuples scored, kept in {scores_path}; run the same command again to resume"

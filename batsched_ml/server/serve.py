@@ -33,6 +33,7 @@ import zmq
 
 from ..core.decision_core import DecisionCore
 from ..core.job import QUEUED
+from ..interrupts import exit_code, what_stopped
 from ..protocol.codec import ProtocolError, ProtocolViolation, decode, encode, escape_controls, excerpt
 from ..protocol.events import Message
 from .console import HINT_AFTER, ProgressLine, batsim_hint, connect_form
@@ -187,10 +188,10 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
                 break
             if line.enabled and line.due():
                 line.update(_progress_text(server))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM through the CLI (interrupts.Terminated)
         line.close()
-        print(f"batsched-ml serve: interrupted while serving {endpoint}", file=err)
-        code = 130
+        print(f"batsched-ml serve: {what_stopped(exc)} while serving {endpoint}", file=err)
+        code = exit_code(exc)
     finally:
         line.close()
         if started is not None:

@@ -1,0 +1,163 @@
+"""Ctrl-C and SIGTERM for every command: stop at once, keep what finished, say so on one line.
+
+* :func:`sigterm_raises` turns SIGTERM (a batch system's stop, ``timeout``) into
+  :class:`Terminated`, a ``KeyboardInterrupt``: one code path ends a run either way.
+* :func:`note_kept` lets the code that was interrupted attach what it kept (a campaign's
+  stored tasks, learn-policy's scored tuples), and :func:`report` prints the one line and
+  returns the exit code (130 for Ctrl-C, 143 for SIGTERM, the shells' 128 + signal).
+* :func:`start_shielded` runs a start-up that spawns worker processes (a local Dask cluster)
+  in a helper thread with SIGINT blocked, so the workers inherit it blocked and a terminal's
+  Ctrl-C (sent to the whole process group) reaches this process only, which stays
+  interruptible while they start. Interrupted, it kills what was spawned and marks the
+  process to end without waiting for the helper (:func:`finish`).
+
+A bottom-layer module (standard library only): the CLI, the campaign engine and the
+learning procedure all use it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from typing import Callable, TypeVar
+
+__all__ = ["Terminated", "abandoned", "exit_code", "finish", "note_kept", "report", "sigterm_raises",
+           "start_shielded", "what_stopped"]
+
+SIGINT_EXIT = 128 + signal.SIGINT    # 130
+SIGTERM_EXIT = 128 + signal.SIGTERM  # 143
+_POLL = 0.05  # seconds between checks of a shielded start-up: what an interrupt waits at most
+
+T = TypeVar("T")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
+
+
+def sigterm_raises() -> Callable[[], None]:
+    """Make SIGTERM raise :class:`Terminated` from now on; returns a function restoring the
+    previous handler (a no-op outside the main thread, where signals are not ours to set)."""
+    def on_term(signum, frame):
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (tests, embedding)
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def exit_code(exc: BaseException) -> int:
+    """130 for Ctrl-C (SIGINT), 143 for SIGTERM."""
+    return SIGTERM_EXIT if isinstance(exc, Terminated) else SIGINT_EXIT
+
+
+def what_stopped(exc: BaseException) -> str:
+    return "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+
+
+def note_kept(exc: BaseException, text: str) -> BaseException:
+    """Attach what the interrupted work kept (``"3 of 10 tasks stored in ..."``); returns ``exc``."""
+    exc.kept = text
+    return exc
+
+
+def report(exc: BaseException, command: str = "batsched-ml", stream=None) -> int:
+    """Print ``COMMAND: interrupted[: what was kept]`` on one line; return the exit code."""
+    kept = getattr(exc, "kept", None)
+    partial = getattr(exc, "partial_outputs", None)
+    if kept is None and partial is not None:
+        kept = partial.describe()
+    print(f"{command}: {what_stopped(exc)}" + (f": {kept}" if kept else ""),
+          file=stream if stream is not None else sys.stderr, flush=True)
+    return exit_code(exc)
+
+
+# --------------------------------------------------------------- start-ups that spawn processes
+
+_abandoned = threading.Event()
+
+
+def start_shielded(build: Callable[[], T], *, name: str = "start-up") -> T:
+    """``build()`` in a helper thread whose SIGINT is blocked (the processes it spawns inherit the
+    mask: they never see Ctrl-C), while this thread waits and stays interruptible.
+
+    On KeyboardInterrupt (or SIGTERM) during ``build``: the child processes started so far are
+    killed, the process is marked to end promptly (:func:`finish`) and the interrupt
+    propagates; the helper is left to die with the process.
+    """
+    _start_resource_tracker()
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            box["value"] = build()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+
+    helper = threading.Thread(target=run, name=f"batsched-ml {name}", daemon=True)
+    helper.start()
+    try:
+        while helper.is_alive():
+            helper.join(_POLL)  # a timed join returns to the interpreter, which runs signal handlers
+    except KeyboardInterrupt:
+        _abandoned.set()
+        _kill_children()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker now, from this thread: the first process spawned
+    starts it otherwise, and starting it unblocks SIGINT in the calling thread (CPython's
+    ``resource_tracker.ensure_running`` blocks then unblocks it), which would let the workers
+    spawned after it inherit an unblocked SIGINT."""
+    quiet = "ignore:resource_tracker:UserWarning"
+    if quiet not in sys.warnoptions:
+        # the tracker (a process of its own, started with this interpreter's -W options) unlinks the
+        # semaphores of a process that ended without freeing them -- what finish(at_once) does
+        # to a half-started cluster -- and would print a warning about each batch
+        sys.warnoptions.append(quiet)
+    try:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    except (ImportError, OSError, ValueError):  # pragma: no cover - platform without it
+        pass
+
+
+def _kill_children() -> None:
+    """SIGKILL the processes this process started with multiprocessing (half-started workers)."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        try:
+            child.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def abandoned() -> bool:
+    """Whether an interrupted start-up left a helper thread behind (see :func:`start_shielded`)."""
+    return _abandoned.is_set()
+
+
+def finish(code: int, at_once: bool = False) -> int:
+    """Return ``code``, or end the process with it right now (stdout and stderr flushed) when
+    ``at_once`` or when a start-up was abandoned: a half-built Dask cluster's exit hooks wait
+    for it (10 s), and the interpreter's own teardown of numpy, numba, scipy and Dask takes
+    seconds on a loaded machine -- too long after a Ctrl-C. Call it last, every file written."""
+    if at_once or _abandoned.is_set():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code

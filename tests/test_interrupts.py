@@ -1,0 +1,107 @@
+"""Ctrl-C and SIGTERM at any moment of `campaign run` and `learn-policy` (issue 26 §1): real
+processes, real signals, sent by `timeout` to the whole process group as a terminal's Ctrl-C is,
+at 2 s (imports, reading inputs, the local Dask cluster starting) and 4 s (often still starting
+on a loaded machine, else running tasks). The run must stop within 3 s, exit 130 (SIGTERM: 143)
+and say on one line what it kept and that a re-run resumes, without a traceback or a temporary
+folder left behind."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from batsched_ml import interrupts
+
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "experiments" / "sample.toml"
+STOP_WITHIN = 3.0  # seconds after the signal
+
+
+def _stopped_by(signal_name: str, after: float, args: list[str], tmp_path: Path) -> tuple[int, str]:
+    """Run ``batsched-ml ARGS`` under ``timeout -s SIGNAL AFTER``; (exit code, stderr), checking the
+    time it took to stop and that nothing was left in the temporary folder."""
+    if shutil.which("timeout") is None:
+        pytest.skip("needs coreutils' timeout")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    started = time.monotonic()
+    proc = subprocess.run(["timeout", "--preserve-status", "-s", signal_name, str(after), sys.executable, "-m",
+                           "batsched_ml.cli", *args], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=after + 60)
+    late = time.monotonic() - started - after
+    assert late < STOP_WITHIN, (late, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    assert not list(scratch.rglob("batsched-*")), list(scratch.rglob("*"))
+    return proc.returncode, proc.stderr
+
+
+def _the_line(stderr: str, what: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith(f"batsched-ml: {what}")]
+    assert len(lines) == 1, stderr
+    assert lines[0].endswith("run the same command again to resume"), lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("after", [2, 4])
+def test_ctrl_c_stops_campaign_run_at_any_moment(tmp_path, after):
+    code, err = _stopped_by("INT", after, ["campaign", "run", str(SAMPLE), "-o", "out", "--workers", "2"], tmp_path)
+    assert code == 130, err
+    line = _the_line(err, "interrupted: ")
+    if (tmp_path / "out" / "results.csv").exists():
+        assert " of 10 tasks stored in out/results.csv" in line
+
+
+@pytest.mark.parametrize("after", [2, 4])
+def test_ctrl_c_stops_learn_policy_at_any_moment(tmp_path, after):
+    code, err = _stopped_by("INT", after, ["learn-policy", "--cores", "64", "--tuples", "200", "--trials", "20000",
+                                           "-o", "p.json"], tmp_path)
+    assert code == 130, err
+    line = _the_line(err, "interrupted: ")
+    assert "tuples scored, kept in p.scores.csv" in line or "nothing new was scored" in line
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("command", ["campaign", "learn-policy"])
+def test_sigterm_stops_like_ctrl_c_with_exit_143(tmp_path, command):
+    args = (["campaign", "run", str(SAMPLE), "-o", "out", "--workers", "2"] if command == "campaign" else
+            ["learn-policy", "--cores", "64", "--tuples", "200", "--trials", "20000", "-o", "p.json"])
+    code, err = _stopped_by("TERM", 4, args, tmp_path)
+    assert code == 143, err
+    _the_line(err, "terminated (SIGTERM): ")
+
+
+def test_the_line_says_what_was_kept_and_the_exit_codes():
+    stream = io.StringIO()
+    exc = interrupts.note_kept(KeyboardInterrupt(), "3 of 10 tasks stored in out/results.csv; run it again")
+    assert interrupts.report(exc, stream=stream) == 130
+    assert interrupts.report(interrupts.Terminated(), "batsched-ml serve", stream=stream) == 143
+    assert stream.getvalue().splitlines() == [
+        "batsched-ml: interrupted: 3 of 10 tasks stored in out/results.csv; run it again",
+        "batsched-ml serve: terminated (SIGTERM)"]
+
+
+def test_a_shielded_start_up_stays_interruptible_and_its_children_ignore_ctrl_c():
+    """The helper thread's SIGINT is blocked; the waiting thread gets the KeyboardInterrupt."""
+    import signal
+    import threading
+
+    seen = {}
+
+    def build():
+        seen["blocked"] = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        return threading.current_thread().name
+
+    assert interrupts.start_shielded(build, name="test") == "batsched-ml test" and seen["blocked"]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    with pytest.raises(ValueError, match="bad"):
+        interrupts.start_shielded(lambda: (_ for _ in ()).throw(ValueError("bad")))
