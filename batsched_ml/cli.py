@@ -12,70 +12,18 @@ from .validation import arg
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by ``simulate`` and ``serve``: they choose one scheduler."""
-    g = parser.add_argument_group("scheduler")
-    g.add_argument("--scheduler", default="easy", help="backfilling family: fcfs, easy, conservative, probabilistic (default easy)")
-    g.add_argument("--policy", default="fcfs", help="queue order: fcfs spf saf wfp3 unicef f1..f4 (default fcfs)")
-    g.add_argument("--reservations", choices=("count", "cores"), default="count",
-                   help="reservation model: count = textbook (papers), cores = batsched's (default count)")
-    g.add_argument("--backfill-order", choices=("queue", "sjbf"), default="queue",
-                   help="order in which backfilling tries jobs (default: the queue order)")
-    g.add_argument("--starvation-threshold", type=arg(check.starvation_threshold, "--starvation-threshold"),
-                   default=None, metavar="SECONDS",
-                   help="a job that waited longer than this moves to the head of the queue (>= 0; default: never)")
-    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, "
-                   "eloss; default: none, the estimate is the walltime)")
-    g.add_argument("--correction", default=None, help="correction when a job outlives its estimate "
-                   "(requested, incremental, doubling; default: none)")
-    g.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
-                   help="when a correction takes effect: immediate (CALL_ME_LATER at the predicted end, "
-                   "queue re-planned then; default) or next-event (at the next submission or completion, "
-                   "as in Gaussier et al.'s simulator)")
-    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, "
-                   "gradient-boosting, clairvoyant; default: none)")
-    g.add_argument("--kill-false-small", action="store_true",
-                   help="kill a job classified small at the divider and requeue it as large")
-    g.add_argument("--distribution", default=None,
-                   help="runtime-distribution plugin of --scheduler probabilistic (hmm, user, forest, walltime)")
-    g.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0,
-                   help="seed of every random component (0 <= N < 2**32)")
-    g.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
+    from .config import add_arguments
+
+    add_arguments(parser.add_argument_group("scheduler"))
 
 
-def plugin_options(args) -> dict:
-    """The ``-o KEY=VALUE`` options of ``args`` as a dict (VALUE parsed as JSON when possible)."""
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise check.ValidationError(f"-o expects KEY=VALUE, got {item!r}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    from .options import FLAG_OF
+def run_config(args):
+    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
+    from .compose import resolve
+    from .config import RunConfig
 
-    for key in options:
-        if key in FLAG_OF:
-            raise check.ValidationError(f"-o {key}=...: {key} is set by {FLAG_OF[key]}, not by -o")
-    return options
-
-
-def scheduler_from_args(args):
-    """Build the scheduler object the flags describe (used by simulate and serve)."""
-    from .options import name_the_option
-    from .runner import build_scheduler
-
-    options = plugin_options(args)
-    with name_the_option(options):
-        return build_scheduler(
-            args.scheduler, policy=args.policy, reservations=args.reservations,
-            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-            predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
-            classifier=args.classifier,
-            kill_false_small=args.kill_false_small, seed=args.seed, distribution=args.distribution,
-                **options)
+    return resolve(RunConfig.from_args(args))
 
 
 # ------------------------------------------------------------------ commands
@@ -88,28 +36,11 @@ def cmd_convert(args) -> int:
     return 0
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
-
-
-def _interruptible():
-    """Turn SIGTERM into an exception during the run, so that the outputs get finished;
-    returns a function restoring the previous handler."""
-    import signal
-
-    def on_term(signum, frame):
-        raise _Terminated()
-
-    try:
-        previous = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not the main thread (tests, embedding): leave signals alone
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
-
-
 def _interrupted(exc) -> int:
     partial = getattr(exc, "partial_outputs", None)
-    what = "terminated (SIGTERM)" if isinstance(exc, _Terminated) else "interrupted"
+    from .interrupts import Terminated
+
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
     detail = f": {partial.describe()}" if partial is not None else ""
     print(f"batsched-ml: {what}{detail}", file=sys.stderr)
     return 130
@@ -117,14 +48,21 @@ def _interrupted(exc) -> int:
 
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
+    from .compose import build_scheduler
+    from .interrupts import interruptible
     from .progress import ProgressReporter
     from .run_outputs import complete_report, rejection_summary, write_job_details, write_run_description
     from .runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
+    if args.connect:
+        _refuse_scheduler_flags(args)
+    else:
+        config = run_config(args)
+        scheduler = build_scheduler(config)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
-    restore = _interruptible()
+    restore = interruptible()
     try:
         if args.connect:
             from .server.peer import simulate_connected
@@ -132,8 +70,7 @@ def cmd_simulate(args) -> int:
             result = simulate_connected(args, progress=progress)
             report = {}
         else:
-            scheduler = scheduler_from_args(args)
-            details["run"] = write_run_description(args, args.export, plugin_options(args))
+            details["run"] = write_run_description(config, args.export, args.platform, args.workload)
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
                                     progress=progress, dynamic_jobs=args.dynamic_jobs)
             report = scheduler.report()
@@ -172,6 +109,19 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _refuse_scheduler_flags(args) -> None:
+    """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
+    from .config import settings
+
+    for name, spec in settings().items():
+        if getattr(args, name, None) not in (None, False):
+            raise ValueError(f"{spec.flag} configures the in-process scheduler; with --connect the scheduler is "
+                             f"the one at {args.connect} (give it its flags: batsched-ml serve ... {spec.flag} ...)")
+    if getattr(args, "option", None):
+        raise ValueError(f"-o configures the in-process scheduler; with --connect the scheduler is the one at "
+                         f"{args.connect}")
+
+
 def _warn_deprecated_dynamic_jobs(args) -> None:
     if getattr(args, "dynamic_jobs", None) is False:
         print("batsched-ml: warning: --no-dynamic-jobs is deprecated: dynamic jobs are off unless "
@@ -179,9 +129,11 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
 
 
 def cmd_serve(args) -> int:
+    from .compose import build_scheduler
     from .server.serve import serve
 
-    return serve(args, scheduler_from_args(args))
+    config = run_config(args)
+    return serve(args, build_scheduler(config), label=config.label())
 
 
 def cmd_metrics(args) -> int:

@@ -71,9 +71,12 @@ def workloads(golden: Path) -> dict[str, tuple[Path, Path]]:
 def run(root: Path, flags: list[str], platform: Path, workload: Path, prefix: Path) -> float:
     """One ``simulate`` of the tree at ``root``; returns its wall time."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", CHILD, str(root), "simulate", "-p", str(platform), "-w", str(workload),
-                    "-e", str(prefix), "--quiet", "--json", *flags],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(root), "simulate", "-p", str(platform), "-w",
+                           str(workload), "-e", str(prefix), "--quiet", "--json", *flags],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"simulate {' '.join(flags)} failed with the code of {root} "
+                         f"(exit {done.returncode}):\n{done.stderr}")
     return time.perf_counter() - t0
 
 

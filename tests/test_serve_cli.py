@@ -129,7 +129,7 @@ def test_serve_cli_names_the_scheduler_and_wildcards_become_localhost(tmp_path, 
     code = simulate_cli(tmp_path / "r", "--connect", f"tcp://localhost:{port}", "--timeout", "20")
     _, err = serve.communicate(timeout=TIMEOUT)
     assert code == 0 and serve.returncode == 0
-    assert (f"listening on tcp://*:{port} (scheduler conservative/spf); Batsim connects with "
+    assert (f"listening on tcp://*:{port} (scheduler conservative spf); Batsim connects with "
             f"-s tcp://localhost:{port}") in err
     assert "simulation ended at t=" in err and "messages answered" in err
     said = capsys.readouterr().err

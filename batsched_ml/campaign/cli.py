@@ -20,9 +20,9 @@ def cmd_run(args) -> int:
 
     if args.trace or args.config:
         campaign = campaign.subset(traces=args.trace, configs=args.config)
-    from ..cli import _interruptible
+    from ..interrupts import interruptible
 
-    restore = _interruptible()  # batch systems stop jobs with SIGTERM: a KeyboardInterrupt, like Ctrl-C
+    restore = interruptible()  # batch systems stop jobs with SIGTERM: a KeyboardInterrupt, like Ctrl-C
     try:
         outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
                                progress=not args.quiet, log=log)

@@ -16,6 +16,10 @@ class StrictFCFS(QueueScheduler):
     name = "fcfs"
     needs_walltime = False
 
+    def __init__(self, policy=None, starvation_threshold=None, estimator=None):
+        """No ``reservations`` nor ``backfill_order``: nothing is reserved or backfilled."""
+        super().__init__(policy=policy, starvation_threshold=starvation_threshold, estimator=estimator)
+
     def schedule(self, ctx: Context) -> None:
         machine, queue, now = ctx.machine, self.queue, ctx.now
         head = queue.first(now)
