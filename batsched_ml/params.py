@@ -52,6 +52,9 @@ class Params:
 
     def __getattr__(self, name: str):
         # only called for a missing attribute: a learned one before learning started
+        attribute = getattr(type(self), name, None)
+        if isinstance(attribute, property):  # it raised AttributeError inside: show that one
+            return attribute.fget(self)
         if name.endswith("_") and not name.startswith("__"):
             raise AttributeError(f"{type(self).__name__}.{name} is learned state, created when learning "
                                  "starts: call reset() or fit() first (a scheduler does when a simulation begins)")

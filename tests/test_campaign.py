@@ -86,6 +86,10 @@ def test_config_keys_are_the_simulate_parsers_scheduler_flags():
     ("[configs.a]\nkill_false_small = 1\n", "is a switch"),
     ("[configs.a]\nclassifier = 'no-such-model'\n", "no-such-model"),
     ("[configs.a]\noptions = { no_plugin_takes_this = 1 }\n", "no_plugin_takes_this"),
+    ("[configs.a]\nscheduler = 'fcfs'\nbackfill_order = 'sjbf'\n", "scheduler 'fcfs' takes no --backfill-order"),
+    ("[configs.a]\ncorrection = 'incremental'\n", "--correction needs --predictor"),
+    ("[configs.a]\nscheduler = 'conservative'\noptions = { compiled = 'False' }\n", "compiled is a switch"),
+    ("[configs.a]\ndistribution = 'hmm'\n", "scheduler 'easy' takes no --distribution"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path, body, message):
     path = write(tmp_path, HEAD.replace('baseline = "easy"', "") + body)
