@@ -78,6 +78,14 @@ class QueueScheduler(Scheduler):
         if self.estimator is not None:
             self.estimator.on_call(ctx)
 
+    def start_job(self, ctx: Context, job, mask: int | None = None) -> None:
+        """Start queued ``job`` now on ``mask`` (default: the lowest free core ids, batsched's
+        first fit): it leaves the queue and the estimator follows it."""
+        self.queue.remove(job)
+        ctx.execute(job, ctx.machine.lowest_free(job.res) if mask is None else mask)
+        if self.estimator is not None:
+            self.estimator.on_start(job, ctx)
+
     def reestimate_running(self, job, now: float) -> None:
         """A running job's estimate changed (a correction): plan everything anew."""
         self._dirty = True

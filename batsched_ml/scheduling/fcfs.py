@@ -24,9 +24,6 @@ class StrictFCFS(QueueScheduler):
         machine, queue, now = ctx.machine, self.queue, ctx.now
         head = queue.first(now)
         while head is not None and head.res <= machine.nb_free:
-            queue.remove(head)
-            ctx.execute(head, machine.lowest_free(head.res))
-            if self.estimator is not None:
-                self.estimator.on_start(head, ctx)
+            self.start_job(ctx, head)
             head = queue.first(now)
         self.end_pass(ctx)
