@@ -11,17 +11,14 @@ minor version than this package provides.
 
 **Six kinds of plugins**, each an entry point group (``pyproject.toml``):
 
-=======================  ===============================  =====================================
-group                    base class                       chosen by
-=======================  ===============================  =====================================
-batsched_ml.schedulers   :class:`Scheduler` (or           ``--scheduler NAME``
-                         :class:`QueueScheduler`)
-batsched_ml.policies     :class:`Policy`                  ``--policy NAME``
-batsched_ml.predictors   :class:`RuntimePredictor`        ``--predictor NAME``
-batsched_ml.corrections  :class:`Correction`              ``--correction NAME``
-batsched_ml.classifiers  :class:`JobClassifier`           ``--classifier NAME``
-batsched_ml.distributions :class:`RuntimeDistribution`    ``--distribution NAME``
-=======================  ===============================  =====================================
+| group | base class | chosen by |
+|---|---|---|
+| ``batsched_ml.schedulers`` | :class:`Scheduler` (or :class:`QueueScheduler`) | ``--scheduler NAME`` |
+| ``batsched_ml.policies`` | :class:`Policy` | ``--policy NAME`` |
+| ``batsched_ml.predictors`` | :class:`RuntimePredictor` | ``--predictor NAME`` |
+| ``batsched_ml.corrections`` | :class:`Correction` | ``--correction NAME`` |
+| ``batsched_ml.classifiers`` | :class:`JobClassifier` | ``--classifier NAME`` |
+| ``batsched_ml.distributions`` | :class:`RuntimeDistribution` | ``--distribution NAME`` |
 
 A plugin's constructor parameters are its ``-o`` options (prefixed ``policy_``,
 ``predictor_``, ``correction_``, ``distribution_`` for those kinds); a scheduler's constructor

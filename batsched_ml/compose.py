@@ -3,19 +3,13 @@ turned into a scheduler with its collaborators built and injected.
 
 A scheduler plugin declares what it accepts by its constructor's keyword parameters:
 
-=========================  ================================================================
-parameter                  given from
-=========================  ================================================================
-``policy``                 ``--policy`` (a ``Policy`` instance; ``SmallFirst`` of it with
-                           ``--classifier``, which therefore needs a scheduler taking one)
-``estimator``              ``--predictor`` / ``--correction`` / ``--correction-timing``
-                           (a ``predictors.Estimator``)
-``distribution``           ``--distribution`` (a runtime-distribution instance)
-``reservations``,          the flags of the same name, as given
-``backfill_order``,
-``starvation_threshold``
-any other parameter        an ``-o KEY=VALUE`` option
-=========================  ================================================================
+| parameter | given from |
+|---|---|
+| ``policy`` | ``--policy`` (a ``Policy`` instance; ``SmallFirst`` of it with ``--classifier``, which therefore needs a scheduler taking one) |
+| ``estimator`` | ``--predictor`` / ``--correction`` / ``--correction-timing`` (a ``predictors.Estimator``) |
+| ``distribution`` | ``--distribution`` (a runtime-distribution instance) |
+| ``reservations``, ``backfill_order``, ``starvation_threshold`` | the flags of the same name, as given |
+| any other parameter | an ``-o KEY=VALUE`` option |
 
 A flag the chosen scheduler does not take is refused (``scheduler 'fcfs' takes no
 --backfill-order``), never ignored; so are a correction without a predictor, a correction

@@ -395,5 +395,5 @@ def test_the_core_never_asks_for_a_call_too_soon():
 def test_readme_pybatsim_line_installs_pyzmq():
     """pybatsim is installed with --no-deps (it pins pyzmq<23): the line must name pyzmq itself,
     or pybatsim dies with "No module named 'zmq'"."""
-    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if "pip install --no-deps pybatsim" in line]
+    lines = [line for line in (ROOT / "docs" / "deployment.md").read_text().splitlines() if "pip install --no-deps pybatsim" in line]
     assert lines and all("pyzmq" in line.split("pybatsim", 1)[1] for line in lines)
