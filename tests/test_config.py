@@ -16,6 +16,7 @@ from batsched_ml.compose import build_scheduler, resolve
 from batsched_ml.config import ConfigError, RunConfig, settings
 from batsched_ml.params import Params
 from batsched_ml.plugins import PluginError
+from test_cli_ux import assert_one_line_error, run  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -46,22 +47,8 @@ def third_party(monkeypatch):
     monkeypatch.setattr(plugins, "_installed", installed)
 
 
-def run(capsys, *argv):
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def one_line_error(code, err, *fragments):
-    assert code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("batsched-ml: error: "), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+    assert_one_line_error(code, err, "batsched-ml: error: ", *fragments)
 
 
 def simulate(tmp_path, *flags):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml.cli import main
-from test_server import tcp_endpoint  # tests/ is on sys.path
+from test_cli_ux import run as cli  # tests/ is on sys.path
+from test_server import tcp_endpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -71,15 +71,6 @@ pytestmark = pytest.mark.skipif(bool(_missing()) and not os.environ.get("CI"), r
 def test_ci_installs_the_examples():
     """In CI (``CI`` set, as .ci/run's runner does) a missing example is a failure, not a skip."""
     assert not _missing(), NOT_INSTALLED
-
-
-def cli(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def simulate(prefix, *flags):
