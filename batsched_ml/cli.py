@@ -13,85 +13,23 @@ from .validation import arg
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by ``simulate`` and ``serve``: they choose one scheduler."""
-    g = parser.add_argument_group("scheduler")
-    g.add_argument("--scheduler", default="easy", help="backfilling family: fcfs, easy, conservative, probabilistic (default easy)")
-    g.add_argument("--policy", default="fcfs", type=_policy_name,
-                   help="queue order: fcfs spf saf wfp3 unicef f1..f4, expr:FORMULA (e.g. "
-                   "expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file; default fcfs)")
-    g.add_argument("--reservations", choices=("count", "cores"), default="count",
-                   help="reservation model: count = textbook (papers), cores = batsched's (default count)")
-    g.add_argument("--backfill-order", choices=("queue", "sjbf"), default="queue",
-                   help="order in which backfilling tries jobs (default: the queue order)")
-    g.add_argument("--starvation-threshold", type=arg(check.starvation_threshold, "--starvation-threshold"),
-                   default=None, metavar="SECONDS",
-                   help="a job that waited longer than this moves to the head of the queue (>= 0; default: never)")
-    g.add_argument("--predictor", default=None, help="runtime predictor plugin (requested, clairvoyant, ave2, "
-                   "eloss; default: none, the estimate is the walltime)")
-    g.add_argument("--correction", default=None, help="correction when a job outlives its estimate "
-                   "(requested, incremental, doubling; default: none)")
-    g.add_argument("--correction-timing", choices=("immediate", "next-event"), default="immediate",
-                   help="when a correction takes effect: immediate (CALL_ME_LATER at the predicted end, "
-                   "queue re-planned then; default) or next-event (at the next submission or completion, "
-                   "as in Gaussier et al.'s simulator)")
-    g.add_argument("--classifier", default=None, help="small/large classifier plugin (random-forest, "
-                   "gradient-boosting, clairvoyant; default: none)")
-    g.add_argument("--kill-false-small", action="store_true",
-                   help="kill a job classified small at the divider and requeue it as large")
-    g.add_argument("--distribution", default=None,
-                   help="runtime-distribution plugin of --scheduler probabilistic (hmm, user, forest, walltime)")
-    g.add_argument("--seed", type=arg(check.seed, "--seed", integer=True), default=0,
-                   help="seed of every random component (0 <= N < 2**32)")
-    g.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra plugin option (repeatable); VALUE is parsed as JSON when possible")
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
+    from .config import add_arguments
+
+    add_arguments(parser.add_argument_group("scheduler"))
 
 
-def _policy_name(name: str) -> str:
-    """``--policy``: a registered queue order, ``expr:...`` or ``learned:...`` (checked when built)."""
-    from .plugins import available
+def run_config(args):
+    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
+    from .compose import resolve
+    from .config import RunConfig
 
-    if name.startswith(("expr:", "learned:")) or name in available("policies"):
-        return name
-    raise argparse.ArgumentTypeError(f"unknown policy {name!r}; available: {', '.join(available('policies'))}, "
-                                     "expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)') or "
-                                     "learned:FILE.json#k (a learn-policy file)")
-
-
-def plugin_options(args) -> dict:
-    """The ``-o KEY=VALUE`` options of ``args`` as a dict (VALUE parsed as JSON when possible)."""
-    options = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
-            hint = f"; to set the output prefix use -e/--export, e.g. -e {item}" if hasattr(args, "export") else ""
-            raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}{hint}")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    from .options import FLAG_OF
-
-    for key in options:
-        if key in FLAG_OF:
-            raise check.ValidationError(f"-o {key}=...: {key} is set by {FLAG_OF[key]}, not by -o")
-    return options
-
-
-def scheduler_from_args(args):
-    """Build the scheduler object the flags describe (used by simulate and serve)."""
-    from .options import name_the_option
-    from .runner import build_scheduler
-
-    options = plugin_options(args)
-    with name_the_option(options):
-        return build_scheduler(
-            args.scheduler, policy=args.policy, reservations=args.reservations,
-            backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-            predictor=args.predictor, correction=args.correction, correction_timing=args.correction_timing,
-            classifier=args.classifier,
-            kill_false_small=args.kill_false_small, seed=args.seed, distribution=args.distribution,
-                **options)
+    if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
+        for item in args.option or []:
+            if "=" not in item:
+                raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}; to set "
+                                            f"the output prefix use -e/--export, e.g. -e {item}")
+    return resolve(RunConfig.from_args(args))
 
 
 # ------------------------------------------------------------------ commands
@@ -117,12 +55,18 @@ def _stop_status(exc) -> str:
 
 def cmd_simulate(args) -> int:
     from .analysis import compute_metrics, format_metrics
+    from .compose import build_scheduler
     from .progress import ProgressReporter
     from .run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
                               write_job_details, write_run_description)
     from .runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
+    if args.connect:
+        _refuse_scheduler_flags(args)
+    else:
+        config = run_config(args)
+        scheduler = build_scheduler(config)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
     try:
@@ -132,11 +76,10 @@ def cmd_simulate(args) -> int:
             result = simulate_connected(args, progress=progress)
             report = {}
         else:
-            scheduler = scheduler_from_args(args)
 
             def describe_run():  # once the inputs are read and the CSVs open: never left alone
                 details["run"] = run_description_path(args.export)  # marked below, however we stop
-                write_run_description(args, args.export, plugin_options(args))
+                write_run_description(config, args.export, args.platform, args.workload)
 
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
                                     progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
@@ -188,6 +131,19 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _refuse_scheduler_flags(args) -> None:
+    """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
+    from .config import settings
+
+    for name, spec in settings().items():
+        if getattr(args, name, None) not in (None, False):
+            raise ValueError(f"{spec.flag} configures the in-process scheduler; with --connect the scheduler is "
+                             f"the one at {args.connect} (give it its flags: batsched-ml serve ... {spec.flag} ...)")
+    if getattr(args, "option", None):
+        raise ValueError(f"-o configures the in-process scheduler; with --connect the scheduler is the one at "
+                         f"{args.connect}")
+
+
 def _warn_deprecated_dynamic_jobs(args) -> None:
     if getattr(args, "dynamic_jobs", None) is False:
         print("batsched-ml: warning: --no-dynamic-jobs is deprecated: dynamic jobs are off unless "
@@ -195,9 +151,11 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
 
 
 def cmd_serve(args) -> int:
+    from .compose import build_scheduler
     from .server.serve import serve
 
-    return serve(args, scheduler_from_args(args))
+    config = run_config(args)
+    return serve(args, build_scheduler(config), label=config.label())
 
 
 def _warn_if_partial(*jobs_csvs) -> None:

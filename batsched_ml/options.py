@@ -1,68 +1,189 @@
-"""Which ``-o KEY=VALUE`` options a configuration takes, read from the plugins' constructors.
+"""Which ``-o KEY=VALUE`` options a configuration takes, and of what type, read from the
+plugins' constructors.
 
-Used to reject a misspelt key with the list of valid ones (instead of a
-``TypeError`` traceback or a silently ignored setting) and by ``batsched-ml
-plugins`` to show every plugin's options with their defaults.
+A component's constructor parameters are its options, except those a flag sets
+(``config.flag_of``: ``policy``, ``estimator``, ``random_state``...). Keys are spelt by kind:
+the scheduler's, the classification's and the classifier's unprefixed, the others with the
+component's prefix (``predictor_window``, ``correction_steps``, ``distribution_n_states``,
+``policy_<param>``). A parameter whose annotation is ``bool`` (or whose default is a bool)
+takes only ``true`` / ``false``: ``-o compiled=False`` or ``-o store_classes=no`` is an
+error, never a truthy string. ``batsched-ml plugins`` lists every option with its default.
 """
 
 from __future__ import annotations
 
-import contextlib
-import difflib
 import inspect
 import json
+from dataclasses import dataclass
 
-from .validation import ValidationError
+from .config import ConfigError, RunConfig, did_you_mean, flag_of
+from .plugins import GROUPS, PluginError, entries, load, load_entry
 
-# Constructor parameters set by a flag of their own, never by -o.
-FLAG_OF = {
-    "policy": "--policy", "reservations": "--reservations", "backfill_order": "--backfill-order",
-    "starvation_threshold": "--starvation-threshold", "estimator": "--predictor / --correction",
-    "classifier": "--classifier", "classifier_name": "--classifier", "kill_false_small": "--kill-false-small",
-    "seed": "--seed", "random_state": "--seed", "predictor": "--predictor", "correction": "--correction",
-    "correction_timing": "--correction-timing", "timing": "--correction-timing",
-    "distribution": "--distribution",
-}
-# How -o keys of each plugin kind are spelt (predictor and correction options are prefixed).
-PREFIX = {"predictors": "predictor_", "corrections": "correction_", "distributions": "distribution_"}
+# How -o keys of each plugin kind are spelt.
+PREFIX = {"policies": "policy_", "predictors": "predictor_", "corrections": "correction_",
+          "distributions": "distribution_"}
+# parameters of the classification decorator that are not options
+CLASSIFICATION_OWN = ("scheduler", "classifier", "kill_false_small")
 
 
-def constructor_options(target) -> dict | None:
-    """``{name: default}`` of the keyword parameters ``target`` (a class or factory) accepts,
-    following ``**kwargs`` up the class hierarchy; None when it takes arbitrary keywords."""
-    out: dict = {}
-    chain = [c for c in target.__mro__ if c is not object] if isinstance(target, type) else [target]
+@dataclass(frozen=True)
+class OptionSpec:
+    """One ``-o`` key: whose parameter it is, its default, whether it is a true/false switch."""
+
+    key: str
+    owner: str          # "scheduler 'easy'", "predictor 'ave2'", "classification"...
+    param: str
+    default: object
+    switch: bool
+    nullable: bool
+
+
+def constructor_parameters(target) -> dict[str, inspect.Parameter] | None:
+    """The keyword parameters ``target`` (a class or factory) accepts, following ``**kwargs`` up
+    the class hierarchy; None when it takes arbitrary keywords (a factory with ``**kwargs``)."""
+    out: dict[str, inspect.Parameter] = {}
+    is_class = isinstance(target, type)
+    chain = [c for c in target.__mro__ if c is not object] if is_class else [target]
     open_ended = False
     for owner in chain:
-        init = owner.__dict__.get("__init__") if isinstance(target, type) else owner
+        init = owner.__dict__.get("__init__") if is_class else owner
         if init is None:
             continue
         try:
             params = list(inspect.signature(init).parameters.values())
         except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
             return None
-        if isinstance(target, type):
+        if is_class:
             params = params[1:]  # self
         open_ended = False
         for p in params:
             if p.kind is p.VAR_KEYWORD:
                 open_ended = True
             elif p.kind is not p.VAR_POSITIONAL:
-                out.setdefault(p.name, None if p.default is p.empty else p.default)
+                out.setdefault(p.name, p)
         if not open_ended:
             break
-    if open_ended and not isinstance(target, type):
+    if open_ended and not is_class:
         return None
     return out
 
 
-def plugin_options(kind: str, target) -> dict | None:
-    """The -o keys of one plugin (prefixed for predictors/corrections), flag-backed ones left out."""
-    found = constructor_options(target)
+def constructor_options(target) -> dict | None:
+    """``{name: default}`` of ``target``'s keyword parameters (None: takes arbitrary keywords)."""
+    found = constructor_parameters(target)
     if found is None:
         return None
-    prefix = PREFIX.get(kind, "")
-    return {prefix + k: v for k, v in found.items() if k not in FLAG_OF}
+    return {name: None if p.default is p.empty else p.default for name, p in found.items()}
+
+
+def _annotation_names(annotation) -> set[str]:
+    if annotation is inspect.Parameter.empty:
+        return set()
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    return {part.strip().removeprefix("typing.") for part in text.replace("Optional[", "").rstrip("]").split("|")}
+
+
+def _spec(key: str, owner: str, param: inspect.Parameter) -> OptionSpec:
+    default = None if param.default is param.empty else param.default
+    names = _annotation_names(param.annotation)
+    switch = isinstance(default, bool) or ("bool" in names and names <= {"bool", "None", "NoneType"})
+    nullable = default is None or "None" in names
+    return OptionSpec(key, owner, param.name, default, switch, nullable)
+
+
+def component_options(kind: str, target, owner: str, prefix: str | None = None) -> dict[str, OptionSpec] | None:
+    """The -o keys of one component (prefixed by kind), flag-backed parameters left out."""
+    found = constructor_parameters(target)
+    if found is None:
+        return None
+    prefix = PREFIX.get(kind, "") if prefix is None else prefix
+    flags = flag_of()
+    return {prefix + name: _spec(prefix + name, owner, p) for name, p in found.items() if name not in flags}
+
+
+def classification_options() -> dict[str, OptionSpec]:
+    """The options of the classification itself (``ClassifyingScheduler``), with any classifier."""
+    from .classifiers.scheduler import ClassifyingScheduler
+
+    found = constructor_parameters(ClassifyingScheduler) or {}
+    return {name: _spec(name, "classification", p) for name, p in found.items() if name not in CLASSIFICATION_OWN}
+
+
+def option_schema(config: RunConfig, scheduler_cls) -> dict[str, OptionSpec] | None:
+    """Every -o key ``config`` (resolved) accepts; None when a component takes arbitrary keywords."""
+    parts = [component_options("schedulers", scheduler_cls, f"scheduler {config.scheduler!r}")]
+    if config.policy and not config.policy.startswith(("expr:", "learned:")):
+        parts.append(component_options("policies", load("policies", config.policy), f"policy {config.policy!r}"))
+    for kind, name in (("predictors", config.predictor), ("corrections", config.correction),
+                       ("distributions", config.distribution)):
+        if name is not None:
+            parts.append(component_options(kind, load(kind, name), f"{kind[:-1]} {name!r}"))
+    if config.classifier is not None:
+        parts.append(classification_options())
+        parts.append(component_options("classifiers", load("classifiers", config.classifier),
+                                       f"classifier {config.classifier!r}"))
+    if any(part is None for part in parts):
+        return None
+    schema: dict[str, OptionSpec] = {}
+    for part in parts:
+        for key, spec in part.items():
+            schema.setdefault(key, spec)
+    return schema
+
+
+def check_options(config: RunConfig, scheduler_cls) -> dict:
+    """``config.options`` checked against what the configuration takes: a key set by a flag, a
+    key no component takes (with the flag it needs, or a suggested spelling) and a switch given
+    anything but true/false are one-line errors. Returns the options."""
+    flags = flag_of()
+    for key in config.options:
+        if key in flags:
+            raise ConfigError(f"option {key!r} is set by {flags[key]}, not by -o")
+    schema = option_schema(config, scheduler_cls)
+    if schema is None:
+        return dict(config.options)
+    for key, value in config.options.items():
+        spec = schema.get(key)
+        if spec is None:
+            raise ConfigError(_unknown_option(key, config, schema))
+        if spec.switch and not isinstance(value, bool) and not (value is None and spec.nullable):
+            shown = value if isinstance(value, str) else json.dumps(value)
+            raise ConfigError(f"-o {key}={shown}: {key} is a switch of the {spec.owner}: true or false"
+                              + (" (or null)" if spec.nullable else ""))
+    return dict(config.options)
+
+
+def _unknown_option(key: str, config: RunConfig, schema: dict) -> str:
+    needs = _needed_flag(key, config)
+    if needs:
+        return f"-o {key}: {needs}"
+    hint = did_you_mean(key, schema).replace(" (", "", 1).rstrip(")")
+    listing = ", ".join(sorted(schema)) or "none"
+    return (f"scheduler {config.scheduler!r} has no option {key!r} with these flags; {hint + ' ' if hint else ''}"
+            f"valid -o keys: {listing} (batsched-ml plugins shows their defaults)")
+
+
+def _needed_flag(key: str, config: RunConfig) -> str | None:
+    """Why an option is not taken when it belongs to a component the configuration lacks."""
+    if key.startswith("predictor_") and config.predictor is None:
+        return "a predictor option, given without --predictor"
+    if key.startswith("correction_") and config.correction is None:
+        return "a correction option, given without --correction"
+    if key.startswith("distribution_") and config.distribution is None:
+        return "a runtime-distribution option: it needs a scheduler that takes --distribution (probabilistic)"
+    if config.classifier is None and key in _any_classifier_options():
+        return "a classification option, given without --classifier"
+    return None
+
+
+def _any_classifier_options() -> set[str]:
+    keys = set(classification_options())
+    for entry in entries("classifiers").values():
+        try:
+            keys.update(component_options("classifiers", load_entry(entry), "classifier") or {})
+        except PluginError:
+            continue
+    return keys
 
 
 def show_default(value) -> str:
@@ -75,105 +196,27 @@ def show_default(value) -> str:
         return repr(value)
 
 
-def valid_option_keys(scheduler: str, *, predictor=None, correction=None, classifier=None,
-                      distribution=None) -> dict | None:
-    """``{key: default}`` of every -o key this configuration accepts (None: cannot tell)."""
-    from .plugins import load
-
-    keys = plugin_options("schedulers", load("schedulers", scheduler))
-    if keys is None:
-        return None
-    if classifier is not None:
-        from .classifiers import ClassificationMixin
-
-        keys.update(plugin_options("schedulers", ClassificationMixin) or {})
-        model = load("classifiers", classifier) if isinstance(classifier, str) else classifier
-        if isinstance(model, type):
-            keys.update(plugin_options("classifiers", model) or {})
-        keys["classifier_options"] = {}
-    if predictor is not None or correction is not None:
-        for kind, name in (("predictors", predictor or "requested"), ("corrections", correction)):
-            if name is not None:
-                found = plugin_options(kind, load(kind, name))
-                if found is None:
-                    return None
-                keys.update(found)
-        keys["predictor_options"] = {}
-    if distribution is not None:  # --scheduler probabilistic: -o distribution_<param>
-        found = plugin_options("distributions", load("distributions", distribution)
-                               if isinstance(distribution, str) else type(distribution))
-        if found is None:
-            return None
-        keys.update(found)
-    return keys
-
-
-def check_option_keys(options: dict, scheduler: str, *, predictor=None, correction=None,
-                      classifier=None, distribution=None) -> None:
-    """Reject an -o key the configuration does not take, naming the valid ones."""
-    for key in options:
-        if key in FLAG_OF:
-            raise ValidationError(f"option {key!r} is set by {FLAG_OF[key]}, not by -o")
-    if predictor is None and correction is None:
-        stray = sorted(k for k in options if k.startswith(("predictor_", "correction_")))
-        if stray:
-            raise ValidationError(f"predictor/correction options {stray} given without --predictor or "
-                                  "--correction")
-    if not isinstance(scheduler, str):
-        return
-    valid = valid_option_keys(scheduler, predictor=predictor, correction=correction, classifier=classifier,
-                              distribution=distribution)
-    if valid is None:
-        return
-    classifier_params = ()
-    if classifier is not None:  # (imported only then: the classifiers need numpy)
-        from .classifiers import _CLASSIFIER_PARAMS as classifier_params
-    for key in options:
-        if key in valid or key in classifier_params:
-            continue  # (a classifier parameter the chosen classifier lacks: build_classifier says so)
-        close = difflib.get_close_matches(key, valid, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        listing = ", ".join(sorted(valid)) or "none"
-        raise ValidationError(f"scheduler {scheduler!r} has no option {key!r} with these flags; {hint}"
-                              f"valid -o keys: {listing} (batsched-ml plugins shows their defaults)")
+def _listing(found: dict[str, OptionSpec]) -> str:
+    return "-o " + " ".join(f"{key}={show_default(spec.default)}" for key, spec in found.items())
 
 
 def describe_plugins() -> list[str]:
-    """The lines of ``batsched-ml plugins``: each plugin, where it lives, its -o options and defaults."""
-    from .plugins import GROUPS, PluginError, available, load
-
+    """The lines of ``batsched-ml plugins``: each plugin, where it lives (entry point and
+    distribution), its -o options and defaults; a plugin that cannot be loaded is marked BROKEN."""
     lines = []
     for kind in GROUPS:
         lines.append(f"{kind}:")
-        for name, target in available(kind).items():
-            lines.append(f"  {name:<22} {target}")
+        for name, entry in entries(kind).items():
+            lines.append(f"  {name:<22} {entry.target} ({entry.distribution})")
             try:
-                found = plugin_options(kind, load(kind, name))
-            except (PluginError, ImportError, AttributeError) as exc:
-                lines.append(f"  {'':<22} (cannot be loaded: {exc})")
+                found = component_options(kind, load_entry(entry), name)
+            except PluginError as exc:
+                lines.append(f"  {'':<22} BROKEN: {str(exc).split(' cannot be loaded: ', 1)[-1]}")
                 continue
             if found is None:
                 lines.append(f"  {'':<22} -o: any keyword (takes **kwargs)")
             elif found:
-                lines.append(f"  {'':<22} -o " + " ".join(f"{k}={show_default(v)}" for k, v in found.items()))
+                lines.append(f"  {'':<22} {_listing(found)}")
         if kind == "classifiers":
-            from .classifiers import ClassificationMixin
-
-            shared = plugin_options("schedulers", ClassificationMixin) or {}
-            lines.append("  with any classifier:   -o " + " ".join(f"{k}={show_default(v)}"
-                                                                     for k, v in shared.items()))
+            lines.append(f"  with any classifier:   {_listing(classification_options())}")
     return lines
-
-
-@contextlib.contextmanager
-def name_the_option(options: dict):
-    """A constructor's range error names its parameter (``window must be ...``); on the command
-    line the user typed ``-o predictor_window=0``: say that."""
-    try:
-        yield
-    except ValidationError as exc:
-        param = str(exc).split(" ", 1)[0]
-        for key, value in options.items():
-            if key == param or key.removeprefix("predictor_").removeprefix("correction_") == param:
-                raise ValidationError(f"-o {key}={json.dumps(value)}: {exc}") from None
-        raise

@@ -1,12 +1,16 @@
 """Plugins by name: Python entry points, one group per kind of component.
 
-Third-party packages add a scheduler, policy, predictor or classifier by
-declaring an entry point in the matching group; the built-ins below are also
-used when the package runs from a source tree without being installed.
+Third-party packages add a scheduler, policy, predictor, correction, classifier or runtime
+distribution by declaring an entry point in the matching group (see the documentation's
+"Your own scheduler"); the built-ins below are also used when the package runs from a source
+tree without being installed. Loading only imports: building a run from plugins is
+``compose``'s job.
 """
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass
 from functools import cache
 from importlib import import_module
 from importlib.metadata import entry_points
@@ -58,42 +62,109 @@ BUILTINS = {
 SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "predictor",
             "corrections": "correction", "classifiers": "classifier", "distributions": "distribution"}
 
+# The plugin API (``batsched_ml.api``) this package provides: a plugin class may require a version
+# with ``api_version = "1.0"`` (same major, minor at most ours); see docs/api.md for what each covers.
+API_VERSION = "1.0"
+
 
 class PluginError(LookupError):
-    pass
+    """An unknown plugin name, or a plugin that cannot be loaded (one line, exit 2 on the CLI)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered plugin: its name, ``module:attr`` and the distribution that declares it."""
+
+    kind: str
+    name: str
+    target: str
+    distribution: str  # "batsched-ml 0.1.0", "myplugin 0.1"
+
+    def describe(self) -> str:
+        return f"{self.singular} {self.name!r} (entry point {self.target} of {self.distribution})"
+
+    @property
+    def singular(self) -> str:
+        return SINGULAR.get(self.kind, self.kind)
+
+
+def entries(kind: str) -> dict[str, Entry]:
+    """name -> :class:`Entry` of every plugin of ``kind`` (installed entry points override built-ins)."""
+    own = _own_distribution()
+    found = {name: Entry(kind, name, target, own) for name, target in BUILTINS.get(kind, {}).items()}
+    for name, target, dist in _installed(GROUPS[kind]):
+        found[name] = Entry(kind, name, target, dist or own)
+    return dict(sorted(found.items()))
 
 
 def available(kind: str) -> dict[str, str]:
-    """name -> "module:attr" for every plugin of ``kind`` (entry points override built-ins)."""
-    found = dict(BUILTINS.get(kind, {}))
-    found.update(_installed(GROUPS[kind]))
-    return dict(sorted(found.items()))
+    """name -> "module:attr" for every plugin of ``kind``."""
+    return {name: entry.target for name, entry in entries(kind).items()}
+
+
+@cache
+def _own_distribution() -> str:
+    from . import __version__
+
+    return f"batsched-ml {__version__}"
 
 
 @cache
 def _installed(group: str) -> tuple:
-    """(name, target) of the installed entry points of ``group``, scanned once per process:
-    a scan reads every installed distribution's metadata (~50 ms, per scheduler built)."""
-    return tuple((ep.name, ep.value) for ep in entry_points(group=group))
+    """(name, target, "distribution version") of the installed entry points of ``group``, scanned
+    once per process: a scan reads every installed distribution's metadata (~50 ms)."""
+    out = []
+    for ep in entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        label = f"{dist.metadata['Name']} {dist.version}" if dist is not None else None
+        out.append((ep.name, ep.value, label))
+    return tuple(out)
+
+
+# the queue orders that are not plugins of their own (``resolve_policy``)
+POLICY_FORMS = ", expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file)"
 
 
 def load(kind: str, name: str):
-    """The class (or factory) registered as ``name`` for ``kind``."""
-    plugins = available(kind)
+    """The class (or factory) registered as ``name`` for ``kind``; a :class:`PluginError` naming the
+    plugin and its distribution when it cannot be imported or needs another API version."""
+    plugins = entries(kind)
     if name not in plugins:
-        raise PluginError(f"unknown {SINGULAR.get(kind, kind)} {name!r}; "
-                          f"available: {', '.join(plugins) or 'none'}")
-    module, _, attr = plugins[name].partition(":")
-    obj = import_module(module)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
+        close = difflib.get_close_matches(name, list(plugins), n=1) if isinstance(name, str) else []
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        forms = POLICY_FORMS if kind == "policies" else ""
+        raise PluginError(f"unknown {SINGULAR.get(kind, kind)} {name!r}; {hint}"
+                          f"available: {', '.join(plugins) or 'none'}{forms}")
+    return load_entry(plugins[name])
+
+
+def load_entry(entry: Entry):
+    """Import what ``entry`` points at (see :func:`load`)."""
+    module, _, attr = entry.target.partition(":")
+    try:
+        obj = import_module(module)
+        for part in filter(None, attr.split(".")):
+            obj = getattr(obj, part)
+    except Exception as exc:  # noqa: BLE001 - whatever a third-party module raises on import
+        if entry.distribution == _own_distribution():
+            raise  # a bug of ours: the traceback is what helps
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise PluginError(f"{entry.describe()} cannot be loaded: {reason}") from None
+    check_api_version(entry, getattr(obj, "api_version", None))
     return obj
 
 
-def resolve_policy(name: str):
-    """A policy instance from its name, or from ``expr:FORMULA`` / ``learned:FILE.json[#k]``."""
-    if name.startswith(("expr:", "learned:")):
-        from .policies.expression import policy_from_spec
-
-        return policy_from_spec(name)
-    return load("policies", name)()
+def check_api_version(entry: Entry, required) -> None:
+    """A plugin's ``api_version`` must have our major version and at most our minor one."""
+    if required is None:
+        return
+    ours = tuple(int(p) for p in API_VERSION.split("."))
+    try:
+        parts = tuple(int(p) for p in str(required).split("."))
+    except ValueError:
+        parts = ()
+    if not 1 <= len(parts) <= 2:
+        raise PluginError(f"{entry.describe()} declares api_version {required!r}; expected \"MAJOR.MINOR\"")
+    if parts[0] != ours[0] or (len(parts) == 2 and parts[1] > ours[1]):
+        raise PluginError(f"{entry.describe()} needs plugin API {required}; this batsched-ml provides "
+                          f"{API_VERSION}")

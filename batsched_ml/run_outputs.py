@@ -59,26 +59,6 @@ def rejection_summary(rejected, first: int = 3) -> list[str]:
     return lines
 
 
-RUN_KEYS = ("scheduler", "policy", "reservations", "backfill_order", "starvation_threshold", "predictor",
-            "correction", "correction_timing", "classifier", "kill_false_small", "seed")
-
-
-def run_label(config: dict) -> str:
-    """A short legend for a run: ``easy fcfs``, ``easy fcfs, eloss/incremental, sjbf``,
-    ``easy fcfs, random-forest kill``."""
-    parts = [f"{config.get('scheduler', 'easy')} {config.get('policy', 'fcfs')}"]
-    if config.get("predictor") or config.get("correction"):
-        predictor = config.get("predictor") or "requested"
-        parts.append(predictor + (f"/{config['correction']}" if config.get("correction") else ""))
-    if config.get("classifier"):
-        parts.append(config["classifier"] + (" kill" if config.get("kill_false_small") else ""))
-    if config.get("backfill_order", "queue") != "queue":
-        parts.append(config["backfill_order"])
-    if config.get("reservations", "count") != "count":
-        parts.append(f"{config['reservations']} reservations")
-    return ", ".join(parts)
-
-
 # ``status`` of PREFIX_run.json: RUNNING when written, at the start; COMPLETE once both CSVs hold
 # the whole run; else how it stopped (the CSVs then hold the jobs that had ended).
 RUNNING, COMPLETE, INTERRUPTED, TERMINATED, FAILED = "running", "complete", "interrupted", "terminated", "failed"
@@ -88,22 +68,22 @@ def run_description_path(prefix) -> str:
     return f"{prefix}_run.json"
 
 
-def write_run_description(args, prefix, options: dict) -> str:
-    """``PREFIX_run.json``: the run's configuration, a ``label`` (used by ``plot``) and its
+def write_run_description(config, prefix, platform, workloads) -> str:
+    """``PREFIX_run.json``: the run's configuration (a resolved ``config.RunConfig``: every setting,
+    null where the scheduler does not take it), its inputs, a ``label`` (used by ``plot``) and its
     ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
     from . import __version__
     from .validation import output_prefix
 
-    config = {key: getattr(args, key, None) for key in RUN_KEYS}
-    config["options"] = options
-    config["platform"] = str(args.platform)
-    config["workloads"] = [str(w) for w in args.workload]
-    config["label"] = run_label(config)
-    config["batsched_ml"] = __version__
-    config["status"] = RUNNING
+    description = config.to_dict()
+    description["platform"] = str(platform)
+    description["workloads"] = [str(w) for w in workloads]
+    description["label"] = config.label()
+    description["batsched_ml"] = __version__
+    description["status"] = RUNNING
     output_prefix(prefix)  # a file where a directory should be gets a sentence
     path = Path(run_description_path(prefix))
-    _write_json(path, config)
+    _write_json(path, description)
     return str(path)
 
 

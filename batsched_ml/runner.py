@@ -1,14 +1,15 @@
-"""Wiring shared by the CLI, the benchmarks and the tests: build a scheduler from
-options, run it in the embedded simulator, compute the metrics."""
+"""Wiring shared by the CLI, the benchmarks and the tests: build a scheduler from settings,
+run it in the embedded simulator."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .compose import build_scheduler as build
+from .config import RunConfig
 from .core.decision_core import DecisionCore
 from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
-from .plugins import load
 from .validation import output_prefix
 from .workloads import load_workload, read_platform
 
@@ -16,52 +17,12 @@ if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds i
     from .simulator.engine import SimulationResult
 
 
-def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations: str = "count",
-                    backfill_order: str = "queue", starvation_threshold: float | None = None, *,
-                    predictor: str | None = None, correction: str | None = None,
-                    correction_timing: str = "immediate", classifier: str | None = None,
-                    kill_false_small: bool = False, seed: int = 0, distribution: str | None = None,
-                    **options):
-    """Instantiate the scheduler plugin ``scheduler`` with its options.
-
-    ``predictor``/``correction``/``correction_timing`` attach a runtime estimator (see ``predictors``;
-    options ``predictor_<param>`` and ``correction_<param>`` go to their constructors);
-    ``classifier`` wraps the scheduler in small/large classification (see
-    ``classifiers``), killing false-small jobs when ``kill_false_small``.
-    """
-    from .options import check_option_keys
-    from .validation import seed as check_seed
-
-    seed = check_seed(seed)
-    check_option_keys(options, scheduler, predictor=predictor, correction=correction, classifier=classifier,
-                      distribution=distribution)
-    if distribution is not None:  # runtime distributions (--scheduler probabilistic), seeded by --seed
-        options.update(distribution=distribution, seed=seed)
-    estimator = None
-    estimator_options = dict(options.pop("predictor_options", None) or {})
-    for key in [k for k in options if k.startswith(("predictor_", "correction_"))]:
-        value = options.pop(key)
-        estimator_options[key.removeprefix("predictor_")] = value
-    if predictor is not None or correction is not None:
-        from .predictors import build_estimator
-
-        estimator = build_estimator(predictor or "requested", correction, seed=seed, timing=correction_timing,
-                                    **estimator_options)
-    elif estimator_options:
-        raise ValueError(f"predictor/correction options {sorted(estimator_options)} given without "
-                         "--predictor or --correction")
-    cls = load("schedulers", scheduler)
-    if classifier is not None:
-        from .classifiers import build_classification_scheduler
-
-        return build_classification_scheduler(
-            cls, classifier=classifier, kill_false_small=kill_false_small, seed=seed, policy=policy,
-            reservations=reservations, backfill_order=backfill_order,
-            starvation_threshold=starvation_threshold, estimator=estimator, **options)
-    if kill_false_small:
-        raise ValueError("--kill-false-small needs --classifier")
-    return cls(policy=policy, reservations=reservations, backfill_order=backfill_order,
-               starvation_threshold=starvation_threshold, estimator=estimator, **options)
+def build_scheduler(scheduler: str = "easy", policy: str | None = None, **settings):
+    """The scheduler of a run, from ``RunConfig`` fields given by name (``reservations="cores"``,
+    ``predictor="eloss"``, ``seed=3``...); any other keyword is an ``-o`` option
+    (``small_threshold=0.35``). The same validation as the command line (``compose.resolve``)."""
+    config = RunConfig.from_kwargs(scheduler=scheduler, policy=policy, **settings)
+    return build(config)
 
 
 def in_process(core: DecisionCore):

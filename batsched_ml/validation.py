@@ -94,12 +94,14 @@ def seed(value, name: str = "seed") -> int:
                         meaning="seed of every random component")
 
 
-def max_cores() -> int:
-    """The largest machine batsched-ml handles: the protocol's limit, which ``serve`` applies to
-    Batsim's SIMULATION_BEGINS (``protocol.codec.MAX_CORE_ID``), so every command agrees with it."""
-    from .protocol.codec import MAX_CORE_ID
+# The largest machine batsched-ml handles (2**22 cores): ``serve`` refuses a larger one in Batsim's
+# SIMULATION_BEGINS (``protocol.codec.MAX_CORE_ID``), and every other command agrees with it.
+MAX_CORES = 1 << 22
 
-    return MAX_CORE_ID + 1
+
+def max_cores() -> int:
+    """The largest machine batsched-ml handles (:data:`MAX_CORES`)."""
+    return MAX_CORES
 
 
 def machine_size(value, name: str = "cores") -> int:

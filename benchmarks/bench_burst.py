@@ -46,11 +46,9 @@ def main(argv=None) -> int:
     workload = burst_workload(args.jobs, args.cores, args.seed)
     sched = scheduler_from(args)
     (result, _), wall, cpu = timed(lambda: simulate(args.cores, workload, sched,
-                                                    prefix=args.prefix or f"/tmp/bench-burst-{args.scheduler}"),
+                                                    prefix=args.prefix or f"/tmp/bench-burst-{args.config.scheduler}"),
                                    args.profile)
-    print(f"burst jobs={args.jobs} cores={args.cores} scheduler={args.scheduler} policy={args.policy} "
-          f"reservations={args.reservations} backfill={args.backfill_order} "
-          f"starvation={args.starvation_threshold}: wall {wall:.2f} s (cpu {cpu:.2f} s), {args.jobs / wall:,.0f} jobs/s, "
+    print(f"burst jobs={args.jobs} cores={args.cores} {args.config.label()}: wall {wall:.2f} s (cpu {cpu:.2f} s), {args.jobs / wall:,.0f} jobs/s, "
           f"decision core {result.scheduling_time:.2f} s")
     return 0
 

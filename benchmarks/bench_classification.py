@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
-from batsched_ml.cli import plugin_options  # noqa: E402
+from batsched_ml.config import parse_option  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
     CAMPAIGN = campaign_file(CAMPAIGN, args.traces_dir)
-    options = plugin_options(args)
+    options = dict(parse_option(item) for item in args.option)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
     for tag in ["KTH-SP2"] + (["SDSC-BLUE"] if args.blue else []):
         print(json.dumps(bench(tag, args.classifier, options, outdir)), flush=True)

@@ -72,9 +72,8 @@ def main(argv=None) -> int:
     workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
     sched = scheduler_from(args)
     (result, core), wall, cpu = timed(lambda: simulate(args.cores, workload, sched, prefix=args.prefix
-                                                       or f"/tmp/bench-long-queue-{args.scheduler}"), args.profile)
-    config = " ".join(f"{k}={v}" for k, v in vars(args).items()
-                      if k not in ("profile",) and v is not None)
+                                                       or f"/tmp/bench-long-queue-{args.config.scheduler}"), args.profile)
+    config = f"jobs={args.jobs} cores={args.cores} load={args.load} seed={args.seed} {args.config.label()}"
     print(f"long queue {config}: wall {wall:.2f} s (cpu {cpu:.2f} s), {1000 * cpu / args.jobs:.3f} cpu s "
           f"per 1,000 jobs, longest queue {longest_queue(core.jobs.values()):,} jobs, "
           f"decision core {result.scheduling_time:.2f} s")

@@ -1,39 +1,27 @@
-"""What the scheduling benchmarks share: the scheduler flags (a subset of `simulate`'s, same
-names) and a timed run with an optional cProfile report."""
+"""What the scheduling benchmarks share: ``simulate``'s scheduler flags and a timed run with an
+optional cProfile report."""
 
 from __future__ import annotations
 
 import cProfile
-import json
 import pstats
 import time
 
-from batsched_ml.runner import build_scheduler
+from batsched_ml.compose import build_scheduler, resolve
+from batsched_ml.config import RunConfig, add_arguments
 
 
 def add_scheduler_arguments(parser) -> None:
-    parser.add_argument("--scheduler", default="easy")
-    parser.add_argument("--policy", default="fcfs")
-    parser.add_argument("--reservations", default="count", choices=("count", "cores"))
-    parser.add_argument("--backfill-order", default="queue", choices=("queue", "sjbf"))
-    parser.add_argument("--starvation-threshold", type=float)
-    parser.add_argument("--predictor")
-    parser.add_argument("--correction")
-    parser.add_argument("-o", dest="options", action="append", default=[], metavar="KEY=VALUE",
-                        help="scheduler option, as for batsched-ml simulate (e.g. -o compiled=false)")
+    """``simulate``'s scheduler flags, from their one declaration (``batsched_ml.config``); the
+    benchmarks' own ``--seed`` seeds their generated workload (the scheduler's seed stays 0)."""
+    add_arguments(parser.add_argument_group("scheduler"), exclude=("seed",))
 
 
 def scheduler_from(args):
-    options = {}
-    for item in args.options:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return build_scheduler(args.scheduler, args.policy, reservations=args.reservations,
-                           backfill_order=args.backfill_order, starvation_threshold=args.starvation_threshold,
-                           predictor=args.predictor, correction=args.correction, **options)
+    """The scheduler the flags describe, resolved as by ``simulate``; ``args.config`` is set to
+    the resolved ``RunConfig`` (its fields: what the run used, defaults included)."""
+    args.config = resolve(RunConfig.from_args(args))
+    return build_scheduler(args.config)
 
 
 def timed(run, profile: bool = False):

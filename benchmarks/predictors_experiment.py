@@ -55,8 +55,8 @@ from benchdata import add_data_arguments, campaign_file, reports_missing_data  #
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
 from batsched_ml.campaign.executor import map_tasks  # noqa: E402
-from batsched_ml.campaign.spec import load_campaign, parse_config  # noqa: E402
-from batsched_ml.cli import scheduler_from_args  # noqa: E402
+from batsched_ml.campaign.spec import load_campaign  # noqa: E402
+from batsched_ml.compose import build_scheduler  # noqa: E402
 from batsched_ml.plugins import load  # noqa: E402
 from batsched_ml.predictors import Estimator  # noqa: E402
 from batsched_ml.predictors.base import Correction, RuntimePredictor  # noqa: E402
@@ -80,8 +80,10 @@ def campaign():
 
 def build(config: str, timing: str = "immediate"):
     """The scheduler of a gaussier2015.toml config, with the given correction timing."""
-    argv = campaign().configs[config].argv
-    return scheduler_from_args(parse_config((*argv, "--correction-timing", timing)))
+    run_config = campaign().configs[config].config
+    if run_config.correction is not None:  # (the timing of corrections: only with one)
+        run_config = run_config.replace(correction_timing=timing)
+    return build_scheduler(run_config)
 
 
 def paper_values() -> dict:

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
-from batsched_ml.cli import build_parser
+from batsched_ml.compose import scheduler_accepts
+from batsched_ml.config import settings
 from batsched_ml.core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN, SchedulingError
 from batsched_ml.plugins import available, load
 from batsched_ml.protocol.codec import encode
@@ -34,10 +35,9 @@ EXACT_SLACK = 1e-5  # exact instants: a job starts the instant it can (CSV dates
 
 
 def cli_choices(flag: str) -> list:
-    """The choices of a scheduler flag of ``batsched-ml simulate`` (e.g. ``--reservations``)."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    return list(sub.choices["simulate"]._option_string_actions[flag].choices)
+    """The choices of a scheduler flag of ``batsched-ml simulate`` (e.g. ``--reservations``), from
+    its declaration (``config.RunConfig``)."""
+    return list(next(spec.choices for spec in settings().values() if spec.flag == flag))
 
 
 SCHEDULERS = list(available("schedulers"))
@@ -121,6 +121,18 @@ def configurations(draw, schedulers=None, policies=None, classifiers=True) -> di
         "classifier": draw(st.sampled_from([None, None] + CLASSIFIERS)) if classifiers else None,
         "latency": draw(st.sampled_from(sorted(LATENCIES))),
     }
+    # (drawn for every scheduler so that examples stay put; kept only where they mean something:
+    # a setting the scheduler does not take, or a correction without a predictor, is refused)
+    takes = scheduler_accepts(load("schedulers", scheduler))
+    for name in ("reservations", "backfill_order", "starvation_threshold", "policy"):
+        if name not in takes:
+            del config[name]
+    if config["predictor"] is None:
+        config["correction"] = None
+    if config["correction"] is None:
+        config["correction_timing"] = None
+    if "policy" not in takes:
+        config["classifier"] = None
     if issubclass(load("schedulers", scheduler), ProfileScheduler) and draw(st.booleans()):
         config["rjms_delay"] = draw(st.sampled_from([0.0, 5.0, 0.5]))
     if config["classifier"] is not None:
@@ -145,9 +157,8 @@ def command_line(config: dict) -> str:
     for key, value in config.items():
         if key == "latency" or value is None or value is False:
             continue
-        if key in ("scheduler", "policy", "reservations", "backfill_order", "starvation_threshold",
-                   "predictor", "correction", "correction_timing", "classifier"):
-            flags.append(f"--{key.replace('_', '-')} {value}")
+        if key in settings() and value is not True:
+            flags.append(f"{settings()[key].flag} {value}")
         elif value is True:
             flags.append(f"--{key.replace('_', '-')}")
         else:

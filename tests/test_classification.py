@@ -14,11 +14,12 @@ from batsched_ml.classifiers import (
     GradientBoostingJobClassifier,
     JobClassifier,
     RandomForestJobClassifier,
+    ClassifyingScheduler,
     SmallFirst,
-    build_classification_scheduler,
 )
 from batsched_ml.classifiers.models import small_from_proba
 from batsched_ml.core.decision_core import DecisionCore
+from batsched_ml.policies.orders import FCFS
 from batsched_ml.protocol import events as ev
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling.easy import EasyBackfilling
@@ -61,9 +62,9 @@ RACE = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 50), (5, 150, 5), 
 
 
 def sched(classifier=None, kill=True, **options):
-    return build_classification_scheduler(EasyBackfilling, classifier=classifier or AlwaysSmall(),
-                                          kill_false_small=kill, period=100, unix_start_time=0,
-                                          **options)
+    """EASY (small jobs first) wrapped in the classification, as ``compose`` builds it."""
+    return ClassifyingScheduler(EasyBackfilling(policy=SmallFirst(FCFS())), classifier or AlwaysSmall(),
+                                kill_false_small=kill, period=100, unix_start_time=0, **options)
 
 
 def run_exact(wl, scheduler, prefix):
@@ -261,7 +262,7 @@ def test_small_threshold_default_is_the_majority_rule():
     assert np.array_equal(default.predict(T), np.argmax(proba, axis=1))
     assert np.array_equal(half.predict(T), default.predict(T))
     # the compiled forest's own comparison before the option: sum of per-tree P(small) > sum of P(large)
-    trees = default._compiled.trees
+    trees = default.compiled_.trees
     for row in T:
         s0 = s1 = 0.0
         for left, right, feature, threshold, p0, p1 in trees:
@@ -284,8 +285,12 @@ def test_small_threshold_default_is_the_majority_rule():
 @pytest.mark.parametrize("value", [0, 1, 0.0, 1.0, -0.1, 1.5, float("nan"), "0.35", True, None])
 def test_small_threshold_bad_values(value):
     for model in (RandomForestJobClassifier, GradientBoostingJobClassifier):
+        stored = model(small_threshold=value)  # scikit-learn's contract: the constructor only stores
+        assert stored.get_params()["small_threshold"] is value
         with pytest.raises(ValueError, match="small_threshold must be a number > 0 and < 1"):
-            model(small_threshold=value)
+            stored.validate_params()
+        with pytest.raises(ValueError, match="small_threshold must be a number > 0 and < 1"):
+            stored.fit(np.zeros((4, 2)), [0, 1, 0, 1])
     with pytest.raises(ValueError, match="small_threshold"):
         build_scheduler("easy", classifier="random-forest", small_threshold=value)
 
@@ -297,7 +302,7 @@ def test_small_threshold_option_reaches_the_classifier():
     s = build_scheduler("easy", classifier="gradient-boosting", small_threshold=0.6)
     assert s.classifier.small_threshold == 0.6
     assert build_scheduler("easy", classifier="random-forest").classifier.small_threshold == 0.5
-    with pytest.raises(ValueError, match="'clairvoyant' does not take option"):
+    with pytest.raises(ValueError, match="has no option 'small_threshold' with these flags"):
         build_scheduler("easy", classifier="clairvoyant", small_threshold=0.35)
 
 

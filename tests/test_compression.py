@@ -15,6 +15,7 @@ import random
 import numpy as np
 import pytest
 
+from batsched_ml.policies.orders import SPF
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling import compression, conservative
 from batsched_ml.scheduling.conservative import ConservativeBackfilling
@@ -46,8 +47,8 @@ def test_compiled_pass_gives_the_python_schedule(seed):
     burst = rng.random() < 0.4
     workload = random_delay_workload(rng, cores, rng.randint(5, 150), burst)
     options = dict(policy=rng.choice(["fcfs", "spf", "saf", "wfp3"]),
-                   starvation_threshold=rng.choice([None, None, 50.0, 20000.0]),
-                   backfill_order=rng.choice(["queue", "sjbf"]))
+                   starvation_threshold=rng.choice([None, None, 50.0, 20000.0]))
+    rng.choice(["queue", "sjbf"])  # was a backfill order, which conservative does not take: same examples
     if rng.random() < 0.3:
         options.update(predictor="ave2", correction="incremental")
     latency = rng.choice([None, NO_LATENCY])
@@ -59,7 +60,7 @@ def test_compiled_burst_writes_the_same_jobs_file(tmp_path, options):
     """600 jobs at one instant on 64 cores: byte-identical jobs CSVs."""
     workload = random_delay_workload(random.Random(0), 64, 600, burst=True)
     for compiled in (True, False):
-        simulate(64, workload, ConservativeBackfilling(compiled=compiled, **options),
+        simulate(64, workload, build_scheduler("conservative", compiled=compiled, **options),
                  prefix=str(tmp_path / f"run-{compiled}"))
     assert filecmp.cmp(tmp_path / "run-True_jobs.csv", tmp_path / "run-False_jobs.csv", shallow=False)
 
@@ -110,7 +111,7 @@ def test_queue_order_kept_between_passes_is_the_queue_order():
     """The seqs array the compiled pass keeps follows arrivals and starts like the queue."""
     rng = random.Random(3)
     workload = random_delay_workload(rng, 8, 120, burst=False)
-    sched = ConservativeBackfilling(policy="spf", compiled=True)
+    sched = ConservativeBackfilling(policy=SPF(), compiled=True)
     seen = []
     original = sched._compiled_pass
 

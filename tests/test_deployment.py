@@ -42,7 +42,7 @@ def test_documented_command_lets_batsim_finish_writing():
     commands = [line.strip("# ").strip() for line in header.splitlines() if line.startswith("#   ")]
     assert any(c.startswith("docker compose run") and c.split("#")[0].split()[-1] == "batsim" for c in commands)
     assert not any("--abort-on-container-exit" in c for c in commands)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "deployment.md").read_text()
     assert "docker compose run --rm batsim" in readme and "docker compose build" in readme
     assert "docker compose up --build --abort-on-container-exit" not in readme
     services = compose()["services"]
@@ -63,7 +63,7 @@ def test_outputs_belong_to_the_host_user():
     chown = next(i for i, line in enumerate(lines) if line.startswith("chown -R \"$HOST_UID:$HOST_GID\" /data/out"))
     assert run < status < chown and lines[-1] == "exit $status"
     assert "-e /data/out/out" in script and any(v.startswith("./out:/data/out") for v in batsim["volumes"])
-    assert "mkdir -p out" in COMPOSE.read_text() and "HOST_UID=$(id -u)" in (ROOT / "README.md").read_text()
+    assert "mkdir -p out" in COMPOSE.read_text() and "HOST_UID=$(id -u)" in (ROOT / "docs" / "deployment.md").read_text()
 
 
 def test_one_batsim_version_for_every_deployment():
@@ -77,7 +77,7 @@ def test_one_batsim_version_for_every_deployment():
     shell = (ROOT / "nix" / "shell.nix").read_text()
     assert "kapack.batsim # Batsim 4.2.0" in shell
     pin = re.search(r"nur-kapack/archive/([0-9a-f]{40})", (ROOT / "nix" / "pins.nix").read_text()).group(1)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "deployment.md").read_text()
     section = readme.split("### Batsim version")[1].split("\n### ")[0]
     assert "Batsim 4.2.0" in section and pin[:8] in section
     texts = [readme, (ROOT / "Dockerfile").read_text(), COMPOSE.read_text()]

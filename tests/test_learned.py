@@ -14,7 +14,7 @@ import pytest
 from batsched_ml.cli import main
 from batsched_ml.learning.regression import Shape, all_shapes, fit_all, fit_shape, policy_document
 from batsched_ml.learning.trials import draw_tuples, simulate_trials, trial_scores
-from batsched_ml.plugins import resolve_policy
+from batsched_ml.compose import build_policy
 from batsched_ml.policies.expression import ExpressionError, ExpressionPolicy
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.workloads.lublin import generate_lublin, lublin_jobs
@@ -160,13 +160,13 @@ def test_policy_file_round_trips_through_learned(tmp_path):
     fits = fit_all(r, n, s, score, shapes=[shape, Shape("id", "id", "id", "+", "+")], starts=1)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(policy_document(fits, 2, {"procedure": {}})))
-    policy = resolve_policy(f"learned:{path}#1")
+    policy = build_policy(f"learned:{path}#1")
     assert policy.value(400.0, 8, 3000.0) == pytest.approx(shape.evaluate(fits[0].coefficients, 400.0, 8, 3000.0))
-    assert resolve_policy(f"learned:{path}").expression == policy.expression
+    assert build_policy(f"learned:{path}").expression == policy.expression
     with pytest.raises(ExpressionError, match="has 2 functions"):
-        resolve_policy(f"learned:{path}#3")
+        build_policy(f"learned:{path}#3")
     with pytest.raises(ExpressionError):
-        resolve_policy(f"learned:{tmp_path / 'missing.json'}")
+        build_policy(f"learned:{tmp_path / 'missing.json'}")
 
 
 # ------------------------------------------------------------------ expr: policies
@@ -227,7 +227,7 @@ def test_learn_policy_command_writes_ranked_functions_and_resumes(tmp_path, caps
     assert main(args[:4] + ["3"] + args[5:]) == 0  # one more tuple: the first two are kept
     assert scores.read_text().startswith(first) and len(scores.read_text().splitlines()) == 1 + 3 * 32
     assert "2 already scored" in capsys.readouterr().out
-    resolve_policy(f"learned:{out}#3")
+    build_policy(f"learned:{out}#3")
     assert main(args + ["--operators", "%"]) == 2
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from batsched_ml import runner
 from batsched_ml.core.job import RUNNING, Job
-from batsched_ml.predictors import Correction, Estimator, build_estimator
+from batsched_ml.compose import build_estimator
+from batsched_ml.predictors import Correction, Estimator
 from batsched_ml.predictors.basic import Clairvoyant, RequestedTime, UserAverage
 from batsched_ml.predictors.corrections import (
     LADDER,
@@ -135,13 +136,13 @@ def test_get_params_and_set_params():
 
 
 def test_build_estimator_passes_options_and_rejects_unknown():
-    est = build_estimator("eloss", "incremental", gamma="small-area", over="linear")
+    est = build_estimator("eloss", "incremental", predictor_options={"gamma": "small-area", "over": "linear"})
     assert est.predictor.gamma == "small-area" and est.predictor.over == "linear"
     assert isinstance(est.correction, IncrementalCorrection)
     with pytest.raises(LookupError):
         build_estimator("nope", None)
-    with pytest.raises(ValueError):
-        build_estimator("eloss", None, gamma="bad")
+    with pytest.raises(ValueError, match="-o predictor_gamma=bad: gamma must be one of"):
+        build_estimator("eloss", None, predictor_options={"gamma": "bad"})
 
 
 # ------------------------------------------------------------ corrections
@@ -332,7 +333,7 @@ def test_eloss_regressor_learns_to_underpredict_rather_than_overpredict():
     rng = np.random.default_rng(1)
 
     def run(over, under):
-        model = ELossRegressor(over=over, under=under, gamma="constant", eta=200.0, alpha=0.0, degree=1)
+        model = ELossRegressor(over=over, under=under, gamma="constant", eta=200.0, alpha=0.0, degree=1).reset()
         preds = []
         for i in range(1500):
             runtime = float(rng.choice([100.0, 1900.0]))
@@ -349,7 +350,7 @@ def test_eloss_regressor_learns_to_underpredict_rather_than_overpredict():
 
 
 def test_eloss_features_and_basis_size():
-    model = ELossRegressor()
+    model = ELossRegressor().reset()
     job = make_job(walltime=3600.0, user=4, res=8, subtime=86400.0 / 4)
     feats = model.features(job, job.subtime)
     assert len(feats) == 20 and feats[0] == 3600.0 and feats[7] == 8.0

@@ -238,7 +238,7 @@ def test_distinct_rows_counts_as_far_as_needed():
 
 # ------------------------------------------------------------------ distributions
 def test_user_distribution_mixes_the_user_history_with_the_prior():
-    d = UserDistribution(window=2, prior_weight=1.0)
+    d = UserDistribution(window=2, prior_weight=1.0).reset()
     j = make_job(user=1)
     assert d.predict_proba([j]).sum() == 0  # no history: point mass at the walltime
     for runtime in (3.0, 3.0, 100.0):
@@ -272,7 +272,7 @@ def _regime_jobs(n_days=10, seed=0):
 @pytest.mark.parametrize("mode", ["mixture", "map"])
 def test_hmm_learns_after_a_week_and_tracks_the_regime(mode):
     jobs, runtimes = _regime_jobs()
-    d = HMMDistribution(n_states=4, mode=mode, check_every=3600.0)
+    d = HMMDistribution(n_states=4, mode=mode, check_every=3600.0).reset()
     bins = d.bins_
     short_bins = bins.index(30.0) + 1
     seen_model = False
@@ -298,7 +298,7 @@ def test_hmm_filter_cache_gives_the_from_scratch_posterior():
     invalidated by late completions (a completion observes its submission slice, hours back):
     the cached posterior is exactly the one filtered afresh from the frozen prior."""
     jobs, runtimes = _regime_jobs(n_days=9)
-    d = HMMDistribution(n_states=4, check_every=3600.0, filter_window=12)
+    d = HMMDistribution(n_states=4, check_every=3600.0, filter_window=12).reset()
     pending = []  # (completion time, job, runtime)
     compared = 0
     for i, (job, runtime) in enumerate(zip(jobs, runtimes)):
@@ -480,7 +480,7 @@ def test_forest_distribution_trains_weekly():
     from batsched_ml.distributions.forest import ForestDistribution
 
     jobs, runtimes = _regime_jobs(n_days=9)
-    d = ForestDistribution(n_estimators=5, max_depth=6)
+    d = ForestDistribution(n_estimators=5, max_depth=6).reset()
     probas = []
     for job, runtime in zip(jobs, runtimes):
         p = d.predict_proba([job], job.subtime)[0]

@@ -5,7 +5,7 @@ import random
 from batsched_ml.core.job import Job
 from batsched_ml.core.minindex import MinIndex
 from batsched_ml.core.queue import JobQueue
-from batsched_ml.plugins import resolve_policy
+from batsched_ml.compose import build_policy
 from batsched_ml.policies.orders import SJBF
 from batsched_ml.scheduling.profile import CoreProfile, CountProfile
 
@@ -16,7 +16,7 @@ def _job(seq, res, estimate, subtime=0.0):
 
 
 def _queue(policy, rng, n=300):
-    queue = JobQueue(resolve_policy(policy))
+    queue = JobQueue(build_policy(policy))
     jobs = [_job(i, rng.randint(1, 8), float(rng.randint(1, 50))) for i in range(n)]
     for job in jobs:
         queue.add(job, 0.0)
@@ -59,7 +59,7 @@ def test_reading_some_sizes_keeps_the_queue_order_of_those_sizes():
 
 
 def test_shortest_by_size_leaves_out_the_excluded_job():
-    queue = JobQueue(resolve_policy("fcfs"))
+    queue = JobQueue(build_policy("fcfs"))
     a, b, c = _job(0, 2, 10.0), _job(1, 2, 30.0), _job(2, 3, 5.0)
     for job in (a, b, c):
         queue.add(job, 0.0)
@@ -136,7 +136,7 @@ def test_fit_search_finds_the_first_fitting_job_of_the_pass_order():
         policy = rng.choice(["fcfs", "spf", "saf"])
         threshold = rng.choice([None, 30.0])
         order = rng.choice(["queue", "sjbf"])
-        queue = JobQueue(resolve_policy(policy), threshold, backfill_policy=SJBF())
+        queue = JobQueue(build_policy(policy), threshold, backfill_policy=SJBF())
         jobs = [_job(i, rng.randint(1, 8), float(rng.randint(1, 60)), subtime=float(rng.randint(0, 10) * i))
                 for i in range(rng.randint(1, 120))]
         jobs.sort(key=lambda j: j.submission_time)
@@ -171,7 +171,7 @@ def test_dynamic_orders_sorted_once_per_instant_stay_exact():
     """WFP3 / UNICEF: the head and the order at each instant, as jobs come and go."""
     rng = random.Random(9)
     for policy in ("wfp3", "unicef"):
-        queue, jobs, now = JobQueue(resolve_policy(policy)), [], 0.0
+        queue, jobs, now = JobQueue(build_policy(policy)), [], 0.0
         key = queue.policy.key
         for step in range(300):
             now += rng.choice([0.0, 0.0, 7.0, 60.0])

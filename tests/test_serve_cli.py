@@ -129,7 +129,7 @@ def test_serve_cli_names_the_scheduler_and_wildcards_become_localhost(tmp_path, 
     code = simulate_cli(tmp_path / "r", "--connect", f"tcp://localhost:{port}", "--timeout", "20")
     _, err = serve.communicate(timeout=TIMEOUT)
     assert code == 0 and serve.returncode == 0
-    assert (f"listening on tcp://*:{port} (scheduler conservative/spf); Batsim connects with "
+    assert (f"listening on tcp://*:{port} (scheduler conservative spf); Batsim connects with "
             f"-s tcp://localhost:{port}") in err
     assert "simulation ended at t=" in err and "messages answered" in err
     said = capsys.readouterr().err
@@ -433,5 +433,5 @@ def test_the_core_never_asks_for_a_call_too_soon():
 def test_readme_pybatsim_line_installs_pyzmq():
     """pybatsim is installed with --no-deps (it pins pyzmq<23): the line must name pyzmq itself,
     or pybatsim dies with "No module named 'zmq'"."""
-    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if "pip install --no-deps pybatsim" in line]
+    lines = [line for line in (ROOT / "docs" / "deployment.md").read_text().splitlines() if "pip install --no-deps pybatsim" in line]
     assert lines and all("pyzmq" in line.split("pybatsim", 1)[1] for line in lines)

@@ -40,7 +40,8 @@ def test_kth5k_matches_real_batsim(shared, tmp_path, scheduler, policy, variant)
     """Every job within 5 s of real Batsim + batsched, and nearly all to Batsim's own latencies
     (50 us): only SimGrid's float rounding of exact ties can tell the two apart."""
     golden = shared / "golden"
-    sched = build_scheduler(scheduler, policy, reservations="cores")
+    # batsched's model (cores reservations) for the backfilling ones; fcfs reserves nothing
+    sched = build_scheduler(scheduler, policy, **({} if scheduler == "fcfs" else {"reservations": "cores"}))
     result, _ = simulate(golden / "platform-100.xml", golden / "KTH-5k.json.gz", sched, prefix=tmp_path / "o")
     ours = _rows(result.jobs_csv)
     gold = _rows(golden / "outputs" / f"KTH-5k.{variant}_jobs.csv.gz")

@@ -46,10 +46,11 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
         for inp in prepare_trace(spec, Path(results_dir) / "inputs"):
             for config in campaign.configs.values():
                 for seed in campaign.seeds:
+                    run_config = config.config.replace(seed=seed)
                     tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
                                       config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
-                                      platform=inp.platform, key=task_key(inp.digest, config.argv, seed, version),
-                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout))
+                                      platform=inp.platform, key=task_key(inp.digest, run_config, version),
+                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout, run_config=run_config))
     return tasks
 
 

@@ -1,14 +1,14 @@
-"""Read and validate a campaign file (TOML, see ``docs/campaigns.md``).
+"""Read and validate a campaign file (TOML, see the documentation's "Campaigns" page).
 
-Configuration keys are not listed here: they are the ``simulate`` command's scheduler flags,
-read from the CLI's own argument parser (``cli._scheduler_arguments``). A config becomes the
-flags a user would type (:attr:`ConfigSpec.argv`), parsed by that parser and built by
-``cli.scheduler_from_args`` — one source of truth for options, defaults and validation.
+Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fields of
+:class:`batsched_ml.config.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
+plus ``options``, and becomes that object directly (no command line is re-parsed); it is
+validated and built by ``batsched_ml.compose`` like ``simulate``'s flags -- one vocabulary,
+one validation.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -16,10 +16,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import RunConfig, table_keys
 from ..workloads.windows import WindowSpec
 
-__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TraceSpec", "config_keys", "load_campaign",
-           "parse_config", "scheduler_parser"]
+__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TraceSpec", "config_argv", "config_keys",
+           "load_campaign"]
 
 CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
 TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows")
@@ -27,82 +28,33 @@ TRACE_SOURCES = ("swf", "workload", "generate")
 WINDOW_KEYS = ("days", "count", "select", "start_days")
 PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
 GENERATORS = {"lublin": ("batsched_ml.workloads.lublin", "generate_lublin")}
-NOT_CONFIG_KEYS = ("seed", "option")  # seeds come from [campaign]; -o options from `options`
 
 
 class CampaignError(ValueError):
     """A campaign file that cannot be run as written (the CLI prints it on one line, exit 2)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise CampaignError(message)
-
-
-def scheduler_parser() -> argparse.ArgumentParser:
-    """A parser holding exactly the scheduler flags of ``simulate`` / ``serve``."""
-    from ..cli import _scheduler_arguments
-
-    parser = _Parser(prog="config", add_help=False)
-    _scheduler_arguments(parser)
-    return parser
-
-
-def _flag_actions() -> dict[str, argparse.Action]:
-    return {a.dest: a for a in scheduler_parser()._actions if a.dest not in NOT_CONFIG_KEYS}
-
-
 def config_keys() -> list[str]:
     """Every key a ``[configs.NAME]`` table accepts."""
-    return sorted(_flag_actions()) + ["options"]
+    return table_keys()
 
 
-def _option_text(value) -> str:
-    """``-o KEY=VALUE`` text: strings as typed on a command line, other values as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+def config_argv(table: dict, where: str) -> tuple[str, ...]:
+    """The ``simulate`` flags equivalent to a config table, as written (not resolved)."""
+    from ..config import ConfigError
 
-
-def config_argv(values: dict, where: str) -> tuple[str, ...]:
-    """The ``simulate`` flags equivalent to a config table (validated by the real parser)."""
-    actions = _flag_actions()
-    argv: list[str] = []
-    for key, value in values.items():
-        if key == "options":
-            if not isinstance(value, dict):
-                raise CampaignError(f"{where}: options must be a table of KEY = VALUE")
-            for k, v in value.items():
-                argv += ["-o", f"{k}={_option_text(v)}"]
-            continue
-        action = actions.get(key)
-        if action is None:
-            hint = " (set seeds in [campaign])" if key == "seed" else ""
-            raise CampaignError(f"{where}: unknown key {key!r}{hint}; valid keys: {', '.join(config_keys())}")
-        flag = next(s for s in action.option_strings if s.startswith("--"))
-        if isinstance(action, argparse._StoreTrueAction):
-            if not isinstance(value, bool):
-                raise CampaignError(f"{where}: {key} is a switch: true or false, not {value!r}")
-            argv += [flag] if value else []
-        elif isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise CampaignError(f"{where}: {key} expects a single value, not {value!r}")
-        else:
-            argv += [flag, str(value)]
     try:
-        parse_config(argv)
-    except CampaignError as exc:
-        raise CampaignError(f"{where}: {exc}") from None
-    return tuple(argv)
-
-
-def parse_config(argv, seed: int = 0) -> argparse.Namespace:
-    """The namespace ``simulate`` would get from these flags (plus ``--seed``)."""
-    return scheduler_parser().parse_args([*argv, "--seed", str(seed)])
+        return RunConfig.from_table(table, where).argv(list(table))
+    except ConfigError as exc:
+        raise CampaignError(str(exc)) from None
 
 
 @dataclass(frozen=True)
 class ConfigSpec:
     name: str
-    values: dict
-    argv: tuple[str, ...]
+    values: dict             # the table as written
+    argv: tuple[str, ...]    # the same as ``simulate`` flags (reports; identity in run-time estimates)
+    config: RunConfig        # resolved (validated, the scheduler's defaults filled in), seed 0
 
     @property
     def command(self) -> str:
@@ -316,10 +268,7 @@ def _campaign(data: dict, path: Path, text: str) -> Campaign:
     if not configs_t:
         raise CampaignError("no configuration: add a [configs.NAME] table")
     traces = {n: _trace(n, _table(t, f"[traces.{n}]"), base) for n, t in traces_t.items()}
-    configs = {n: ConfigSpec(n, dict(t), config_argv(_table(t, f"[configs.{n}]"), f"[configs.{n}]"))
-               for n, t in configs_t.items()}
-    for n, c in configs.items():
-        _check_buildable(c)
+    configs = {n: _config(n, _table(t, f"[configs.{n}]")) for n, t in configs_t.items()}
     baseline = head.get("baseline", next(iter(configs)))
     if baseline not in configs:
         raise CampaignError(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs)}")
@@ -348,17 +297,23 @@ def _campaign(data: dict, path: Path, text: str) -> Campaign:
                     task_timeout=None if timeout is None else float(timeout))
 
 
-def _check_buildable(config: ConfigSpec) -> None:
-    """Build the scheduler once, so an unknown plugin or option fails now, not in every task."""
+def _config(name: str, table: dict) -> ConfigSpec:
+    """A ``[configs.NAME]`` table as a resolved :class:`RunConfig`, built once so that an unknown
+    plugin or option fails now, not in every task."""
     import warnings
 
-    from ..cli import scheduler_from_args
+    from ..compose import build_scheduler, resolve
 
+    where = f"[configs.{name}]"
+    argv = config_argv(table, where)
     try:
+        config = resolve(RunConfig.from_table(table, where))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            scheduler_from_args(parse_config(config.argv))
-    except SystemExit as exc:  # plugin_options' message for a malformed -o
-        raise CampaignError(f"[configs.{config.name}]: {exc}") from None
+            build_scheduler(config)
+    except CampaignError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
-        raise CampaignError(f"[configs.{config.name}]: {' '.join(str(exc).split())}") from None
+        text = " ".join(str(exc).split())
+        raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
+    return ConfigSpec(name, dict(table), argv, config)

@@ -1,6 +1,7 @@
 """One campaign task = one ``batsched-ml simulate`` run, executed on a Dask worker.
 
-The task builds its scheduler from the same flags the CLI would parse and scores the run
+The task carries its :class:`~batsched_ml.config.RunConfig` (the one ``simulate`` builds from
+its flags), builds its scheduler with the same ``compose.build_scheduler`` and scores the run
 with the same ``compute_metrics`` call, so its numbers are those of ``simulate`` for the same
 inputs, bit for bit. It writes nothing outside a temporary directory (in the worker's scratch
 folder, removed by the client if the worker is killed): the jobs CSV (gzipped) and the
@@ -18,6 +19,8 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..config import RunConfig
+
 __all__ = ["Task", "TaskTimeout", "run_task", "task_key"]
 
 # longer lists/dicts of a scheduler report (per-job data) stay out of its file; weekly lists fit (1000 weeks: 19
@@ -34,14 +37,15 @@ class Task:
     trace: str
     window: int
     window_start: float
-    config: str
+    config: str            # the config's name in the campaign file
     seed: int
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # its simulate flags (reports, run-time estimates)
     workload: str
     platform: str
     key: str
     nb_jobs: int = 0
     timeout: float | None = None  # seconds; not in the key: a limit does not change a finished run
+    run_config: RunConfig | None = None  # what is simulated (resolved, with this task's seed)
 
     @property
     def label(self) -> str:
@@ -83,9 +87,9 @@ def code_version() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def task_key(input_digest: str, argv, seed: int, version: str) -> str:
-    """Cache key: the simulated files, the flags, the seed and the code version."""
-    text = json.dumps({"inputs": input_digest, "argv": list(argv), "seed": seed, "version": version})
+def task_key(input_digest: str, config: RunConfig, version: str) -> str:
+    """Cache key: the simulated files, the resolved configuration (seed included) and the code version."""
+    text = json.dumps({"inputs": input_digest, "config": config.to_dict(), "version": version}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -124,14 +128,13 @@ def run_task(task: Task) -> dict:
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
-    from ..cli import scheduler_from_args
+    from ..compose import build_scheduler
     from ..run_outputs import complete_report
     from ..runner import simulate
-    from .spec import parse_config
 
     from .executor import task_directory
 
-    scheduler = scheduler_from_args(parse_config(task.argv, task.seed))
+    scheduler = build_scheduler(task.run_config)
     with task_directory("batsched-task-") as tmp:
         t0 = time.perf_counter()
         try:

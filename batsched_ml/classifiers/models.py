@@ -30,6 +30,7 @@ import numbers
 
 import numpy as np
 
+from ..params import Params
 from ..validation import ValidationError, check_number, open_fraction, positive, positive_int
 
 
@@ -66,25 +67,29 @@ def small_from_proba(proba, small_threshold: float = 0.5) -> np.ndarray:
     return (proba[:, 1] * (1.0 - t) > proba[:, 0] * t).astype(np.int64)
 
 
-class JobClassifier:
-    """Shared behaviour: a constant answer until fitted on two classes."""
+class JobClassifier(Params):
+    """Shared behaviour: a constant answer until fitted on two classes.
+
+    scikit-learn's estimator contract (``batsched_ml.params``): the constructor stores the
+    parameters, ``validate_params`` checks them (at build and in ``reset`` / ``fit``), learned
+    state ends in ``_`` and is created by ``reset`` (the scheduler calls it when a simulation
+    begins) or ``fit``."""
 
     name = "classifier"
     needs_training = True  # False: the scheduler never calls fit (clairvoyant)
 
     def __init__(self, random_state=None):
         self.random_state = random_state
-        self.constant_: int | None = 0  # unfitted: everything is large
+
+    def reset(self):
+        """Check the parameters and forget everything learned: every job is large until fitted."""
+        self.validate_params()
+        self.constant_: int | None = 0
         self.feature_importances_ = None
-
-    # scikit-learn's get_params, enough for reports
-    def get_params(self, deep: bool = False) -> dict:
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names if hasattr(self, n)}
+        return self
 
     def fit(self, X, y):
+        self.reset()
         y = np.asarray(y, dtype=np.int64)
         classes = np.unique(y)
         if len(classes) < 2:
@@ -100,9 +105,9 @@ class JobClassifier:
 
     def predict_proba(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
-        if self.constant_ is not None:
+        if getattr(self, "constant_", 0) is not None:
             out = np.zeros((len(X), 2))
-            out[:, self.constant_] = 1.0
+            out[:, getattr(self, "constant_", 0)] = 1.0
             return out
         return self._predict_proba(X)
 
@@ -118,13 +123,10 @@ class JobClassifier:
         return small_from_proba(proba, threshold)
 
     def classify(self, job, x, divider) -> bool:
-        if self.constant_ is not None:
-            return bool(self.constant_)
+        constant = getattr(self, "constant_", 0)  # unfitted: large
+        if constant is not None:
+            return bool(constant)
         return bool(self.predict([x])[0])
-
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
 
 
 def tree_lists(estimator) -> tuple:
@@ -191,17 +193,29 @@ class RandomForestJobClassifier(JobClassifier):
     def __init__(self, n_estimators=30, max_depth=12, min_samples_leaf=3, max_samples=5000,
                  max_features="sqrt", n_jobs=1, random_state=None, small_threshold=0.5):
         super().__init__(random_state)
-        self.small_threshold = check_small_threshold(small_threshold)
-        self.n_estimators = positive_int(n_estimators, "n_estimators", "trees in the forest")
-        self.max_depth = positive_int(max_depth, "max_depth", allow_none=True)
-        self.min_samples_leaf = positive_int(min_samples_leaf, "min_samples_leaf")
-        self.max_samples = _max_samples(max_samples)
-        self.max_features = _max_features(max_features)
-        self.n_jobs = check_number(n_jobs, "n_jobs", integer=True, allow_none=True)
-        if self.n_jobs == 0:
+        self.small_threshold = small_threshold
+        self.n_estimators = n_estimators
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.max_samples = max_samples
+        self.max_features = max_features
+        self.n_jobs = n_jobs
+
+    def validate_params(self) -> None:
+        check_small_threshold(self.small_threshold)
+        positive_int(self.n_estimators, "n_estimators", "trees in the forest")
+        positive_int(self.max_depth, "max_depth", allow_none=True)
+        positive_int(self.min_samples_leaf, "min_samples_leaf")
+        _max_samples(self.max_samples)
+        _max_features(self.max_features)
+        if check_number(self.n_jobs, "n_jobs", integer=True, allow_none=True) == 0:
             raise ValidationError("n_jobs must be a non-zero integer (worker processes; -1 = all cores), got 0")
+
+    def reset(self):
+        super().reset()
         self.model_ = None
-        self._compiled = None
+        self.compiled_ = None
+        return self
 
     def _fit(self, X, y):
         from sklearn.ensemble import RandomForestClassifier
@@ -214,16 +228,17 @@ class RandomForestJobClassifier(JobClassifier):
             min_samples_leaf=self.min_samples_leaf, max_samples=max_samples,
             max_features=self.max_features, n_jobs=self.n_jobs, random_state=self.random_state)
         self.model_.fit(X, y)
-        self._compiled = _CompiledForest(self.model_.estimators_)
+        self.compiled_ = _CompiledForest(self.model_.estimators_)
         self.feature_importances_ = self.model_.feature_importances_.tolist()
 
     def _predict_proba(self, X):
         return self.model_.predict_proba(X)
 
     def classify(self, job, x, divider) -> bool:
-        if self.constant_ is not None:
-            return bool(self.constant_)
-        return self._compiled.predict_one(x, self.small_threshold) == 1
+        constant = getattr(self, "constant_", 0)
+        if constant is not None:
+            return bool(constant)
+        return self.compiled_.predict_one(x, self.small_threshold) == 1
 
 
 class GradientBoostingJobClassifier(JobClassifier):
@@ -237,12 +252,23 @@ class GradientBoostingJobClassifier(JobClassifier):
     def __init__(self, max_iter=100, learning_rate=0.1, max_depth=None, max_leaf_nodes=31,
                  random_state=None, small_threshold=0.5):
         super().__init__(random_state)
-        self.small_threshold = check_small_threshold(small_threshold)
-        self.max_iter = positive_int(max_iter, "max_iter", "boosting iterations")
-        self.learning_rate = positive(learning_rate, "learning_rate")
-        self.max_depth = positive_int(max_depth, "max_depth", allow_none=True)
-        self.max_leaf_nodes = check_number(max_leaf_nodes, "max_leaf_nodes", low=2, integer=True, allow_none=True)
+        self.small_threshold = small_threshold
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
+
+    def validate_params(self) -> None:
+        check_small_threshold(self.small_threshold)
+        positive_int(self.max_iter, "max_iter", "boosting iterations")
+        positive(self.learning_rate, "learning_rate")
+        positive_int(self.max_depth, "max_depth", allow_none=True)
+        check_number(self.max_leaf_nodes, "max_leaf_nodes", low=2, integer=True, allow_none=True)
+
+    def reset(self):
+        super().reset()
         self.model_ = None
+        return self
 
     def _fit(self, X, y):
         from sklearn.ensemble import HistGradientBoostingClassifier

@@ -1,5 +1,8 @@
 """Small/large classification around any queue scheduler (Zrigui et al. 2022, Algorithms 1 and 2).
 
+:class:`ClassifyingScheduler` wraps the scheduler (composition: it forwards every hook) and
+:class:`SmallFirst` wraps its queue order.
+
 * At each submission the job gets its Table 4 features and is classified small
   or large (``job.info['small']``); the queue order is ``(large?, policy key)``,
   i.e. the small queue then the large one, each in policy order (Algorithm 1).
@@ -22,6 +25,7 @@ from collections import Counter
 import numpy as np
 
 from ..core.job import QUEUED, RUNNING
+from ..core.scheduler import Scheduler
 from ..policies.orders import Policy
 from ..protocol import events as ev
 from ..validation import finite, positive
@@ -72,29 +76,35 @@ class _Week:
         self.predicted_small = 0
 
 
-class ClassificationMixin:
-    """Mixed in front of a QueueScheduler subclass by :func:`build_classification_scheduler`."""
+class ClassifyingScheduler(Scheduler):
+    """Small/large classification around a queue scheduler: a decorator, not a subclass.
 
-    OWN_OPTIONS = ("period", "history", "divider_window", "unix_start_time", "subtime_offset", "timezone",
-                   "store_classes")
+    The wrapped ``scheduler`` must order its queue with :class:`SmallFirst` (the composer
+    builds it so: ``--classifier`` needs a scheduler that takes a ``policy``); this object
+    classifies each job before the scheduler queues it, retrains ``classifier`` every
+    ``period``, and with ``kill_false_small`` kills a small job still running at the divider
+    and requeues it as large. Every hook is forwarded to ``scheduler``.
+    """
 
-    def __init__(self, *args, classifier=None, kill_false_small=False, seed=0, policy="fcfs",
-                 classifier_name=None, period=WEEK, history="all", divider_window="week",
-                 unix_start_time=None, subtime_offset=0.0, timezone=None, store_classes=True, **kwargs):
-        from ..plugins import resolve_policy
-
-        base = resolve_policy(policy) if isinstance(policy, str) else policy
-        super().__init__(*args, policy=SmallFirst(base), **kwargs)
+    def __init__(self, scheduler, classifier, *, kill_false_small=False, period=WEEK, history="all",
+                 divider_window="week", unix_start_time=None, subtime_offset=0.0, timezone=None,
+                 store_classes=True):
+        if not isinstance(getattr(scheduler, "policy", None), SmallFirst):
+            raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
+                             "(batsched_ml.compose builds it so)")
         if history not in ("all", "previous-weeks"):
             raise ValueError(f"history must be 'all' or 'previous-weeks', not {history!r}")
         if divider_window not in ("week", "all"):
             raise ValueError(f"divider_window must be 'week' or 'all', not {divider_window!r}")
-        self.name = f"{self.name}+classification"
+        for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
+        self.scheduler = scheduler
+        self.name = f"{scheduler.name}+classification"
         self.classifier = classifier
-        self.classifier_name = classifier_name or getattr(classifier, "name", type(classifier).__name__)
-        self.kill_false_small = bool(kill_false_small)
-        self.may_requeue = self.kill_false_small
-        self.seed = seed
+        self.classifier_name = getattr(classifier, "name", type(classifier).__name__)
+        self.kill_false_small = kill_false_small
+        self.may_requeue = kill_false_small or scheduler.may_requeue
         self.period = positive(period, "period", "retraining period in seconds")
         self.history = history
         self.divider_window = divider_window
@@ -105,7 +115,7 @@ class ClassificationMixin:
         self.clock = None
         self.table = None
         self.divider = None
-        self._core = None
+        self._static_over = False  # Batsim said every static job was submitted
         self._week_index = 0
         self._weeks: list[_Week] = [_Week(0, 0.0)]
         # training data: one row per completed logical job
@@ -166,10 +176,14 @@ class ClassificationMixin:
 
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores, ctx) -> None:
-        super().on_simulation_begins(nb_cores, ctx)
-        self._core = ctx._core
-        workloads = getattr(self._core, "workloads", None)
-        self.clock = CalendarClock.resolve(workloads, self._clock_options)
+        self.scheduler.on_simulation_begins(nb_cores, ctx)
+        estimator = getattr(self.scheduler, "estimator", None)
+        if estimator is not None:
+            # corrections are judged against this scheduler's window (every pass matters, below)
+            estimator.attach(self, ctx)
+        if hasattr(self.classifier, "reset"):
+            self.classifier.reset()
+        self.clock = CalendarClock.resolve(ctx.workloads, self._clock_options)
         self.table = FeatureTable(self.clock)
         self._tick(ctx.now)
 
@@ -177,7 +191,7 @@ class ClassificationMixin:
         self._tick(ctx.now)
         if job.attempt > 0:  # a requeued false-small job: large for good
             job.info["small"] = False
-            super().on_job_submitted(job, ctx)
+            self.scheduler.on_job_submitted(job, ctx)
             return
         t0 = time.perf_counter()
         x, keys = self.table.features(job, self.divider)
@@ -191,13 +205,13 @@ class ClassificationMixin:
         if self.divider is not None:
             week.classified += 1
             week.predicted_small += small
-        super().on_job_submitted(job, ctx)
+        self.scheduler.on_job_submitted(job, ctx)
         if job.state == QUEUED and small and self.kill_false_small:
             self._killable[job.id] = job
 
     def on_job_completed(self, job, ctx) -> None:
         self._tick(ctx.now)
-        super().on_job_completed(job, ctx)
+        self.scheduler.on_job_completed(job, ctx)
         self._killable.pop(job.id, None)
         if job.final_state == KILLED and job.id in self._kills_pending:
             return  # our kill: the requeued attempt will bring the real runtime
@@ -225,7 +239,7 @@ class ClassificationMixin:
 
     def on_job_killed(self, job, progress, ctx) -> None:
         self._tick(ctx.now)
-        super().on_job_killed(job, progress, ctx)
+        self.scheduler.on_job_killed(job, progress, ctx)
         self._kills_pending.pop(job.id, None)
         if progress is None:  # it completed before the kill: nothing to requeue
             self.kill_races += 1
@@ -237,11 +251,16 @@ class ClassificationMixin:
 
     def on_requested_call(self, ctx) -> None:
         self._tick(ctx.now)
-        super().on_requested_call(ctx)
+        self.scheduler.on_requested_call(ctx)
 
     def on_notify(self, kind, ctx) -> None:
         self._tick(ctx.now)
-        super().on_notify(kind, ctx)
+        if kind == ev.NO_MORE_STATIC_JOB_TO_SUBMIT:
+            self._static_over = True
+        self.scheduler.on_notify(kind, ctx)
+
+    def reestimate_running(self, job, now: float) -> None:
+        self.scheduler.reestimate_running(job, now)
 
     def _kill_due(self, ctx) -> None:
         heap, now = self._kill_heap, ctx.now
@@ -262,7 +281,7 @@ class ClassificationMixin:
         if self.kill_false_small:
             self._kill_due(ctx)
         first = len(ctx.decisions)
-        super().schedule(ctx)
+        self.scheduler.schedule(ctx)
         if not self.kill_false_small:
             return
         for d in ctx.decisions[first:]:
@@ -283,16 +302,14 @@ class ClassificationMixin:
     def registration_finished(self) -> bool:
         if not self.kill_false_small:
             return True
-        core = self._core
-        return bool(core is not None and core.static_submission_over and not self._killable
-                    and not self._kills_pending)
+        return self._static_over and not self._killable and not self._kills_pending
 
     def on_simulation_ends(self, ctx) -> None:
-        super().on_simulation_ends(ctx)
+        self.scheduler.on_simulation_ends(ctx)
 
     # ---------------------------------------------------------------- report
     def report(self) -> dict:
-        out = dict(super().report())
+        out = dict(self.scheduler.report())
         total = Counter()
         weekly = []
         for w in self._weeks:
@@ -336,7 +353,7 @@ class ClassificationMixin:
         return out
 
     def job_details(self) -> dict:
-        out = dict(super().job_details())
+        out = dict(self.scheduler.job_details())
         if self.store_classes:
             rows = [(job_id, small, "" if true is None else true) for job_id, (small, true) in self._classes.items()]
             out["classes"] = (("job_id", "predicted_small", "true_small"), rows)

@@ -34,7 +34,15 @@ EXACT_CALL_MARGIN = 2e-5
 
 
 class Context:
-    """Collects the decisions of one scheduling pass at time ``now``."""
+    """What a scheduler reads and does during one call of a hook, at time ``now``.
+
+    Read: ``now`` (seconds), ``machine`` (free cores), ``jobs`` (every job by id), ``running``
+    (the running jobs by id), ``workloads`` (workload name -> the file Batsim read, from
+    SIMULATION_BEGINS: plugins read the trace's metadata there), ``static_submission_over``,
+    ``decisions`` (taken so far in this pass). Do: ``execute``, ``reject``, ``kill``,
+    ``call_me_later``, ``requeue`` (after a kill), ``notify``, ``set_metadata``. Mappings are
+    the decision core's own: read them, never change them.
+    """
 
     def __init__(self, core):
         self._core = core
@@ -49,6 +57,21 @@ class Context:
     @property
     def jobs(self) -> dict:
         return self._core.jobs
+
+    @property
+    def running(self) -> dict:
+        """The running jobs by id."""
+        return self._core.running
+
+    @property
+    def workloads(self) -> dict:
+        """Workload name (``w0``...) -> the workload file Batsim announced (empty when unknown)."""
+        return self._core.workloads
+
+    @property
+    def static_submission_over(self) -> bool:
+        """True once Batsim said every job of the workload files was submitted."""
+        return self._core.static_submission_over
 
     def execute(self, job: Job, mask: int) -> None:
         if job.state != QUEUED:

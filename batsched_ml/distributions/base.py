@@ -5,15 +5,17 @@ gives, for jobs at their submission, one probability vector per job over the
 fixed logarithmic runtime bins ``bins_`` (``predict_proba``). A row of zeros
 means *no history for this job*: the scheduler then uses a point mass at the
 job's walltime (plain EASY, as the paper notes). Hyper-parameters are
-constructor arguments (``get_params``/``set_params``), learned state ends in
-``_`` and is (re)created by ``reset()``.
+constructor arguments stored as given (``get_params``/``set_params``), checked by
+``validate_params``; learned state ends in ``_`` and is (re)created by ``reset()``, which
+``begin`` calls when a simulation starts.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..predictors.base import Params
+from ..params import Params
+from ..validation import check_number
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME, RuntimeBins
 
 
@@ -23,10 +25,15 @@ class RuntimeDistribution(Params):
     def __init__(self, bin_factor: float = DEFAULT_FACTOR, max_runtime: float = DEFAULT_MAX_RUNTIME):
         self.bin_factor = bin_factor
         self.max_runtime = max_runtime
-        self.reset()
+
+    def validate_params(self) -> None:
+        check_number(self.bin_factor, "bin_factor", low=1, low_open=True, meaning="each bin is this much wider")
+        check_number(self.max_runtime, "max_runtime", low=1, low_open=True, meaning="seconds, the last bin edge")
 
     def reset(self):
-        """Forget everything learned."""
+        """Check the parameters and forget everything learned (``begin`` and ``fit`` call it;
+        subclasses create their learned ``*_`` state here, after ``super().reset()``)."""
+        self.validate_params()
         self.bins_ = RuntimeBins(self.bin_factor, self.max_runtime)
         return self
 

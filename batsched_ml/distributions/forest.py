@@ -18,6 +18,7 @@ import numpy as np
 from ..classifiers.features import CalendarClock, FeatureTable, parse_zone_option
 from ..classifiers.models import leaf_of, tree_lists
 from ..classifiers.scheduler import WEEK
+from ..validation import finite, positive, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 
@@ -48,16 +49,28 @@ class ForestDistribution(RuntimeDistribution):
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.max_samples = max_samples
-        self.period = float(period)
+        self.period = period
         self.random_state = random_state
         self.unix_start_time = unix_start_time
         self.subtime_offset = subtime_offset
-        self.timezone = parse_zone_option(timezone)
+        self.timezone = timezone
         super().__init__(bin_factor, max_runtime)
+
+    def validate_params(self) -> None:
+        super().validate_params()
+        positive_int(self.n_estimators, "n_estimators", "trees in the forest")
+        positive_int(self.max_depth, "max_depth", allow_none=True)
+        positive_int(self.min_samples_leaf, "min_samples_leaf")
+        positive_int(self.max_samples, "max_samples", "jobs per tree", allow_none=True)
+        positive(self.period, "period", "retraining period in seconds")
+        finite(self.unix_start_time, "unix_start_time", allow_none=True)
+        finite(self.subtime_offset, "subtime_offset")
+        parse_zone_option(self.timezone)
 
     def reset(self):
         super().reset()
-        self.table_ = FeatureTable(CalendarClock(self.unix_start_time or 0, self.subtime_offset, self.timezone or 0))
+        zone = parse_zone_option(self.timezone)
+        self.table_ = FeatureTable(CalendarClock(self.unix_start_time or 0, self.subtime_offset, zone or 0))
         self.divider_ = None
         self.week_ = 0
         self.model_ = None
@@ -71,7 +84,7 @@ class ForestDistribution(RuntimeDistribution):
     def begin(self, workloads=None, options=None) -> None:
         self.reset()
         clock_options = {"unix_start_time": self.unix_start_time, "subtime_offset": self.subtime_offset,
-                         "timezone": self.timezone}
+                         "timezone": parse_zone_option(self.timezone)}
         self.table_ = FeatureTable(CalendarClock.resolve(workloads, clock_options))
 
     def _tick(self, now: float) -> None:

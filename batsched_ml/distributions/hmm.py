@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ..validation import ValidationError, non_negative, positive, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 
@@ -40,21 +41,28 @@ class HMMDistribution(RuntimeDistribution):
                  iterations: int = 3, relearn_threshold: float = 3.0, check_every: float = 86400.0,
                  smoothing: float = 1.0, filter_window: int = 96, mode: str = "mixture", random_state: int = 0,
                  bin_factor: float = DEFAULT_FACTOR, max_runtime: float = DEFAULT_MAX_RUNTIME):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-        if int(n_states) < 1 or slice_length <= 0 or int(iterations) < 1 or int(filter_window) < 1:
-            raise ValueError("n_states, iterations and filter_window must be >= 1, slice_length > 0")
-        self.n_states = int(n_states)
-        self.slice_length = float(slice_length)
-        self.warmup = float(warmup)
-        self.iterations = int(iterations)
-        self.relearn_threshold = float(relearn_threshold)
-        self.check_every = float(check_every)
-        self.smoothing = float(smoothing)
-        self.filter_window = int(filter_window)
+        self.n_states = n_states
+        self.slice_length = slice_length
+        self.warmup = warmup
+        self.iterations = iterations
+        self.relearn_threshold = relearn_threshold
+        self.check_every = check_every
+        self.smoothing = smoothing
+        self.filter_window = filter_window
         self.mode = mode
         self.random_state = random_state
         super().__init__(bin_factor, max_runtime)
+
+    def validate_params(self) -> None:
+        super().validate_params()
+        if self.mode not in MODES:
+            raise ValidationError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name in ("n_states", "iterations", "filter_window"):
+            positive_int(getattr(self, name), name)
+        positive(self.slice_length, "slice_length", "seconds per submission slice")
+        positive(self.check_every, "check_every", "seconds between relearning checks")
+        for name in ("warmup", "relearn_threshold", "smoothing"):
+            non_negative(getattr(self, name), name)
 
     def reset(self):
         super().reset()

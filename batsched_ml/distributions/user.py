@@ -13,6 +13,7 @@ from collections import deque
 
 import numpy as np
 
+from ..validation import ValidationError, non_negative, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 
@@ -24,14 +25,17 @@ class UserDistribution(RuntimeDistribution):
 
     def __init__(self, window: int = 20, prior_weight: float = 1.0, unknown_user: str = "walltime",
                  bin_factor: float = DEFAULT_FACTOR, max_runtime: float = DEFAULT_MAX_RUNTIME):
-        if unknown_user not in UNKNOWN:
-            raise ValueError(f"unknown_user must be one of {UNKNOWN}, not {unknown_user!r}")
-        if int(window) < 1 or prior_weight < 0:
-            raise ValueError("window must be >= 1 and prior_weight >= 0")
-        self.window = int(window)
-        self.prior_weight = float(prior_weight)
+        self.window = window
+        self.prior_weight = prior_weight
         self.unknown_user = unknown_user
         super().__init__(bin_factor, max_runtime)
+
+    def validate_params(self) -> None:
+        super().validate_params()
+        if self.unknown_user not in UNKNOWN:
+            raise ValidationError(f"unknown_user must be one of {', '.join(UNKNOWN)}, got {self.unknown_user!r}")
+        positive_int(self.window, "window", "recent runtimes per user")
+        non_negative(self.prior_weight, "prior_weight", "pseudo-jobs of everyone's distribution")
 
     def reset(self):
         super().reset()

@@ -1,7 +1,8 @@
 """Runtime predictors and corrections: EASY++ (Tsafrir et al.) and E-Loss regression (Gaussier et al.).
 
-``build_estimator(predictor, correction)`` returns the :class:`Estimator` a
-``QueueScheduler`` drives:
+An :class:`Estimator` joins a predictor and an optional correction; the composer
+(``batsched_ml.compose``) builds it from ``--predictor`` / ``--correction`` /
+``--correction-timing`` and gives it to the scheduler, which drives it:
 
 * at submission the predictor's prediction, clipped to ``[1 s, walltime]``,
   becomes ``job.estimate`` (queue orders, reservations and backfilling use it)
@@ -24,7 +25,7 @@
 * at each completion (successful or walltime-reached) the predictor learns
   the actual runtime ``end - start`` (``partial_fit``).
 
-Named configurations (options of ``batsched-ml`` / ``runner.build_scheduler``):
+Named configurations (flags of ``batsched-ml simulate``, fields of ``config.RunConfig``):
 
 * EASY++ (Tsafrir, Etsion & Feitelson 2007):
   ``--predictor ave2 --correction incremental --backfill-order sjbf``
@@ -54,7 +55,7 @@ ECDF_POINTS = 200
 EXACT_TOL = 0.01  # end - start carries Batsim's latency noise (ms): errors this small count as exact
 TIMINGS = ("immediate", "next-event")
 
-__all__ = ["Estimator", "build_estimator", "RuntimePredictor", "Correction"]
+__all__ = ["Estimator", "RuntimePredictor", "Correction"]
 
 
 class Estimator:
@@ -67,6 +68,8 @@ class Estimator:
         A call due too soon is asked for later by the core (``core.scheduler.CALL_MARGIN``)."""
         if timing not in TIMINGS:
             raise ValueError(f"unknown correction timing {timing!r}; choose from {', '.join(TIMINGS)}")
+        if correction is not None:
+            correction.validate_params()
         self.predictor = predictor
         self.correction = correction
         self.timing = timing
@@ -84,6 +87,10 @@ class Estimator:
 
     # ------------------------------------------------------------- hooks
     def attach(self, scheduler, ctx) -> None:
+        """A simulation begins: ``scheduler`` is the one whose ``correction_window()`` says which
+        corrections get a call and whose ``reestimate_running()`` re-plans a corrected job. The
+        predictor starts learning from scratch (``reset``)."""
+        self.predictor.reset()
         self.scheduler = scheduler
         self._running = {}
         self._due = []  # (predicted end, seq, job) of the running jobs to check, sorted
@@ -291,21 +298,3 @@ class Estimator:
             ecdf_prediction={"x": sorted_pred[idx].tolist(), "p": ((idx + 1) / len(err)).tolist()},
         )
         return out
-
-
-def build_estimator(predictor: str = "requested", correction: str | None = None, seed: int = 0,
-                    timing: str = "immediate", **options) -> Estimator:
-    """An :class:`Estimator` from plugin names; ``options`` go to the predictor's constructor
-    (``correction_<param>`` options go to the correction's). ``timing``: when corrections
-    take effect (``immediate`` or ``next-event``, see the module docstring). ``seed`` is
-    accepted for uniformity (every built-in predictor is deterministic)."""
-    from ..plugins import load
-
-    corr_opts = {k[len("correction_"):]: options.pop(k) for k in list(options) if k.startswith("correction_")}
-    pred_cls = load("predictors", predictor)
-    corr = None
-    if correction is not None:
-        corr = load("corrections", correction)(**corr_opts)
-    elif corr_opts:
-        raise ValueError("correction options given without --correction")
-    return Estimator(pred_cls(**options), corr, timing)

@@ -1,11 +1,13 @@
 """Base classes of runtime predictors and corrections, scikit-learn style.
 
 A *predictor* learns, online, the actual runtime of jobs from the jobs that
-completed so far and predicts the runtime of a job at its submission:
+completed so far and predicts the runtime of a job at its submission, with scikit-learn's
+estimator contract (``batsched_ml.params``):
 
-* hyper-parameters are constructor arguments (``get_params`` / ``set_params``);
+* hyper-parameters are constructor arguments, stored as given (``get_params`` /
+  ``set_params``), checked by ``validate_params``;
 * learned state lives in attributes ending in ``_`` and is (re)created by
-  ``reset()``;
+  ``reset()``, which the estimator calls when a simulation begins;
 * ``partial_fit(job, runtime, now)`` learns from one completed job,
   ``fit(jobs, runtimes)`` restarts from scratch and learns from a batch;
 * ``predict(job, now)`` gives a runtime in seconds (the estimator clips it to
@@ -19,32 +21,9 @@ estimate; the estimator caps it at the requested time.
 
 from __future__ import annotations
 
-import inspect
+from ..params import Params
 
-
-class Params:
-    """``get_params`` / ``set_params`` from the constructor signature (as scikit-learn does)."""
-
-    @classmethod
-    def _param_names(cls) -> list:
-        sig = inspect.signature(cls.__init__)
-        return [p.name for p in sig.parameters.values()
-                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        valid = set(self._param_names())
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; valid: {sorted(valid)}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+__all__ = ["Correction", "Params", "RuntimePredictor"]
 
 
 class RuntimePredictor(Params):
@@ -52,11 +31,10 @@ class RuntimePredictor(Params):
 
     name = "predictor"
 
-    def __init__(self):
-        self.reset()
-
     def reset(self):
-        """Forget everything learned."""
+        """Check the parameters and forget everything learned (the estimator calls it when a
+        simulation begins; subclasses create their learned ``*_`` state here, after ``super().reset()``)."""
+        self.validate_params()
         return self
 
     def predict(self, job, now: float = 0.0) -> float:

@@ -34,10 +34,13 @@ class UserAverage(RuntimePredictor):
     name = "ave2"
 
     def __init__(self, window: int = 2):
-        self.window = positive_int(window, "window", "how many past runtimes of the user are averaged")
-        super().__init__()
+        self.window = window
+
+    def validate_params(self) -> None:
+        positive_int(self.window, "window", "how many past runtimes of the user are averaged")
 
     def reset(self):
+        super().reset()
         self.history_ = {}  # user -> last runtimes, oldest first
         return self
 

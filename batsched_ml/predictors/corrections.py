@@ -31,9 +31,14 @@ class IncrementalCorrection(Correction):
     name = "incremental"
 
     def __init__(self, steps=LADDER):
-        if isinstance(steps, (str, bytes)) or not hasattr(steps, "__iter__") or not list(steps):
+        self.steps = steps
+
+    def validate_params(self) -> None:
+        steps = self.steps
+        if not isinstance(steps, (list, tuple)) or not steps:
             raise ValidationError(f"steps must be a non-empty list of seconds, got {steps!r}")
-        self.steps = tuple(positive(step, "every correction step", "seconds added") for step in steps)
+        for step in steps:
+            positive(step, "every correction step", "seconds added")
 
     def advance(self, estimate, state, job, now: float) -> tuple:
         """``state``: how many steps were taken so far."""
@@ -52,8 +57,11 @@ class DoublingCorrection(Correction):
     name = "doubling"
 
     def __init__(self, factor: float = 2.0):
-        self.factor = check_number(factor, "factor", low=1, low_open=True,
-                                   meaning="the new estimate is factor x the elapsed time")
+        self.factor = factor
+
+    def validate_params(self) -> None:
+        check_number(self.factor, "factor", low=1, low_open=True,
+                     meaning="the new estimate is factor x the elapsed time")
 
     def advance(self, estimate, state, job, now: float) -> tuple:
         elapsed = max(now - job.start_time, 1.0)

@@ -28,8 +28,9 @@ import math
 
 import numpy as np
 
-from ..validation import finite, non_negative, positive
-from .base import Params, RuntimePredictor
+from ..params import Params
+from ..validation import ValidationError, finite, non_negative, positive
+from .base import RuntimePredictor
 
 DAY, WEEK = 86400.0, 7 * 86400.0
 
@@ -50,6 +51,7 @@ FEATURES = (
     "longest_running", "sum_running", "occupied_cores", "break_time",
     "cos_day", "sin_day", "cos_week", "sin_week",
 )
+_PAIRS = np.triu_indices(len(FEATURES))  # (i, j) of the degree-2 products x_i x_j, i <= j
 
 
 def basis_loss(kind: str, z):
@@ -87,10 +89,18 @@ class NAGRegressor(Params):
         self.alpha = alpha
         self.over = over
         self.under = under
-        for kind in (over, under):
-            if kind not in BASES:
-                raise ValueError(f"unknown loss basis {kind!r}; choose from {BASES}")
-        self.coef_ = None
+
+    def validate_params(self) -> None:
+        positive(self.eta, "eta", "NAG learning rate")
+        non_negative(self.alpha, "alpha", "l2 regularisation")
+        for name in ("over", "under"):
+            if getattr(self, name) not in BASES:
+                raise ValidationError(f"{name} must be one of {', '.join(BASES)} (basis loss), "
+                                      f"got {getattr(self, name)!r}")
+
+    @property
+    def fitted(self) -> bool:
+        return getattr(self, "coef_", None) is not None
 
     def _init(self, d: int) -> None:
         self.coef_ = np.zeros(d)
@@ -105,7 +115,7 @@ class NAGRegressor(Params):
 
     def predict(self, X):
         X = np.asarray(X, dtype=float)
-        if self.coef_ is None:
+        if not self.fitted:
             return np.zeros(X.shape[0]) if X.ndim == 2 else 0.0
         return X @ self.coef_
 
@@ -120,10 +130,16 @@ class NAGRegressor(Params):
         X = np.atleast_2d(np.asarray(X, dtype=float))
         y = np.atleast_1d(np.asarray(y, dtype=float))
         sw = np.ones(len(y)) if sample_weight is None else np.atleast_1d(np.asarray(sample_weight, dtype=float))
-        if self.coef_ is None:
-            self._init(X.shape[1])
         for x, target, weight in zip(X, y, sw):
-            self._step(x, float(target), float(weight))
+            self.learn_one(x, float(target), float(weight))
+        return self
+
+    def learn_one(self, x, y: float, weight: float = 1.0):
+        """One example ``x`` (a 1-d float array): the hot path of online learning."""
+        if not self.fitted:
+            self.validate_params()
+            self._init(len(x))
+        self._step(x, y, weight)
         return self
 
     def fit(self, X, y, sample_weight=None):
@@ -187,24 +203,25 @@ class ELossRegressor(RuntimePredictor):
     def __init__(self, over: str = "squared", under: str = "linear", gamma: str = "large-area",
                  eta: float = 5000.0, alpha: float = 1.0, degree: int = 2, weight_time: str = "runtime",
                  time_offset: float = 0.0):
-        if gamma not in WEIGHTS:
-            raise ValueError(f"unknown weight {gamma!r}; choose from {sorted(WEIGHTS)}")
-        if degree not in (1, 2):
-            raise ValueError("degree must be 1 or 2")
-        if weight_time not in ("runtime", "requested"):
-            raise ValueError("weight_time must be 'runtime' or 'requested'")
         self.over = over
         self.under = under
         self.gamma = gamma
-        self.eta = positive(eta, "eta", "NAG learning rate")
-        self.alpha = non_negative(alpha, "alpha", "l2 regularisation")
+        self.eta = eta
+        self.alpha = alpha
         self.degree = degree
         self.weight_time = weight_time
-        self.time_offset = finite(time_offset, "time_offset", "seconds added to subtime")
-        n = len(FEATURES)
-        iu = np.triu_indices(n)
-        self._iu0, self._iu1 = iu
-        super().__init__()
+        self.time_offset = time_offset
+
+    def validate_params(self) -> None:
+        if self.gamma not in WEIGHTS:
+            raise ValidationError(f"gamma must be one of {', '.join(sorted(WEIGHTS))} (the weight), "
+                                  f"got {self.gamma!r}")
+        if isinstance(self.degree, bool) or self.degree not in (1, 2):
+            raise ValidationError(f"degree must be 1 or 2 (polynomial basis), got {self.degree!r}")
+        if self.weight_time not in ("runtime", "requested"):
+            raise ValidationError(f"weight_time must be runtime or requested, got {self.weight_time!r}")
+        finite(self.time_offset, "time_offset", "seconds added to subtime")
+        NAGRegressor(eta=self.eta, alpha=self.alpha, over=self.over, under=self.under).validate_params()
 
     @property
     def n_basis(self) -> int:
@@ -212,6 +229,7 @@ class ELossRegressor(RuntimePredictor):
         return 1 + n + (n * (n + 1) // 2 if self.degree == 2 else 0)
 
     def reset(self):
+        super().reset()
         self.model_ = NAGRegressor(eta=self.eta, alpha=self.alpha, over=self.over, under=self.under)
         self.users_ = {}
         self.pending_ = {}  # job id -> basis vector built at submission
@@ -260,7 +278,7 @@ class ELossRegressor(RuntimePredictor):
         x = np.asarray(features, dtype=float)
         if self.degree == 1:
             return np.concatenate(([1.0], x))
-        return np.concatenate(([1.0], x, x[self._iu0] * x[self._iu1]))
+        return np.concatenate(([1.0], x, x[_PAIRS[0]] * x[_PAIRS[1]]))
 
     # ---------------------------------------------------------- predictor
     def predict(self, job, now: float = 0.0) -> float:
@@ -271,8 +289,8 @@ class ELossRegressor(RuntimePredictor):
             u = self._user(job)
             u.n_sub += 1
             u.sum_cores += job.res
-        coef = self.model_.coef_
-        return 0.0 if coef is None else abs(float(phi @ coef))
+        model = self.model_
+        return abs(float(phi @ model.coef_)) if model.fitted else 0.0
 
     def weight(self, job, runtime: float) -> float:
         time = runtime if self.weight_time == "runtime" else job.walltime
@@ -282,10 +300,7 @@ class ELossRegressor(RuntimePredictor):
         phi = self.pending_.pop(job.id, None)
         if phi is None:  # never predicted: build its features now
             phi = self.basis(self.features(job, job.subtime))
-        model = self.model_
-        if model.coef_ is None:
-            model._init(len(phi))
-        model._step(phi, float(runtime), self.weight(job, runtime))
+        self.model_.learn_one(phi, float(runtime), self.weight(job, runtime))
         u = self._user(job)
         u.last.insert(0, float(runtime))
         del u.last[3:]

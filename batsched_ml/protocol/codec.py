@@ -28,6 +28,7 @@ import reprlib
 from math import isfinite
 from os import PathLike
 
+from ..validation import MAX_CORES
 from .coreset import CoreSet, format_mask
 from .events import (
     EVENT_MACHINE_AVAILABLE,
@@ -78,8 +79,8 @@ _DIRECTION_TEXT = {EVENTS: "Batsim->scheduler", DECISIONS: "scheduler->Batsim"}
 TRANSCRIPT_TAGS = {"BATSIM": EVENTS, "SCHED": DECISIONS}
 
 # Largest core id accepted in an allocation string: a typo such as "0-99999999999"
-# would otherwise build a gigantic bitmask.
-MAX_CORE_ID = (1 << 22) - 1
+# would otherwise build a gigantic bitmask. Every command shares this limit (``validation.MAX_CORES``).
+MAX_CORE_ID = MAX_CORES - 1
 
 _EXCERPT = 160  # characters of the raw message quoted in an error
 

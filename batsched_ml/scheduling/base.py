@@ -6,9 +6,11 @@ import math
 
 from ..core.queue import JobQueue
 from ..core.scheduler import Context, Scheduler
-from ..policies.orders import SJBF
-from ..plugins import resolve_policy
+from ..policies.orders import FCFS, SJBF
 from .. import validation as check
+
+
+BACKFILL_ORDERS = ("queue", "sjbf")
 
 
 class QueueScheduler(Scheduler):
@@ -16,22 +18,25 @@ class QueueScheduler(Scheduler):
 
     Subclasses implement ``schedule``; the hooks here collect the jobs released
     and ended since the previous pass, like batsched's ``_jobs_released_recently``.
-    ``estimator`` (a runtime predictor, see ``predictors``) may set
-    ``job.estimate`` at submission; by default the estimate is the walltime.
+
+    Collaborators are given, never looked up: ``policy`` is the queue order (a
+    :class:`~batsched_ml.policies.orders.Policy`, FCFS by default), ``estimator`` the runtime
+    estimator (``predictors.Estimator``: it may set ``job.estimate`` at submission and correct
+    it; without one the estimate is the walltime). A subclass's constructor parameters are what
+    it accepts (see ``compose``): one that does not use ``backfill_order`` (strict FCFS,
+    conservative) leaves it out of its signature, and ``--backfill-order`` is refused for it.
     """
 
     needs_walltime = True  # batsched's EASY and conservative reject jobs without one
 
-    def __init__(self, policy="fcfs", reservations="count", backfill_order="queue",
-                 starvation_threshold=None, estimator=None, **options):
-        self.policy = resolve_policy(policy) if isinstance(policy, str) else policy
-        self.reservations = reservations
+    def __init__(self, policy=None, starvation_threshold=None, estimator=None, backfill_order="queue"):
+        self.policy = FCFS() if policy is None else policy
+        if backfill_order not in BACKFILL_ORDERS:
+            raise check.ValidationError(f"backfill_order must be one of {', '.join(BACKFILL_ORDERS)}, "
+                                        f"got {backfill_order!r}")
         self.backfill_order = backfill_order
         self.starvation_threshold = check.starvation_threshold(starvation_threshold)
         self.estimator = estimator
-        if options:
-            # a misspelt -o KEY=VALUE must not be silently ignored
-            raise ValueError(f"scheduler {self.name!r} has no option(s) {', '.join(sorted(options))}")
         self.queue = JobQueue(self.policy, self.starvation_threshold,
                               backfill_policy=SJBF() if backfill_order == "sjbf" else None)
         self.nb_cores = 0
@@ -72,6 +77,14 @@ class QueueScheduler(Scheduler):
     def on_requested_call(self, ctx: Context) -> None:
         if self.estimator is not None:
             self.estimator.on_call(ctx)
+
+    def start_job(self, ctx: Context, job, mask: int | None = None) -> None:
+        """Start queued ``job`` now on ``mask`` (default: the lowest free core ids, batsched's
+        first fit): it leaves the queue and the estimator follows it."""
+        self.queue.remove(job)
+        ctx.execute(job, ctx.machine.lowest_free(job.res) if mask is None else mask)
+        if self.estimator is not None:
+            self.estimator.on_start(job, ctx)
 
     def reestimate_running(self, job, now: float) -> None:
         """A running job's estimate changed (a correction): plan everything anew."""

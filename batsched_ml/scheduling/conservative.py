@@ -49,10 +49,15 @@ COMPILED_UNTIL = 64  # ... and below which it goes back to Python
 class ConservativeBackfilling(ProfileScheduler):
     name = "conservative"
 
-    def __init__(self, *args, compiled: bool | None = None, **kwargs):
+    def __init__(self, policy=None, reservations="count", starvation_threshold=None, estimator=None,
+                 rjms_delay=None, compiled: bool | None = None):
         """``compiled``: None (default) runs the counting model's pass compiled for long
-        queues when numba is installed, True always, False never (same schedules)."""
-        super().__init__(*args, **kwargs)
+        queues when numba is installed, True always, False never (same schedules). No
+        ``backfill_order``: every queued job is re-placed in queue order."""
+        if not (compiled is None or isinstance(compiled, bool)):
+            raise ValueError(f"compiled must be true, false or null (automatic), got {compiled!r}")
+        super().__init__(policy=policy, reservations=reservations, starvation_threshold=starvation_threshold,
+                         estimator=estimator, rjms_delay=rjms_delay)
         if compiled and not compression.AVAILABLE:
             raise ValueError("compiled=true needs numba (pip install numba)")
         if compiled and self.reservations != "count":

@@ -16,13 +16,14 @@ class StrictFCFS(QueueScheduler):
     name = "fcfs"
     needs_walltime = False
 
+    def __init__(self, policy=None, starvation_threshold=None, estimator=None):
+        """No ``reservations`` nor ``backfill_order``: nothing is reserved or backfilled."""
+        super().__init__(policy=policy, starvation_threshold=starvation_threshold, estimator=estimator)
+
     def schedule(self, ctx: Context) -> None:
         machine, queue, now = ctx.machine, self.queue, ctx.now
         head = queue.first(now)
         while head is not None and head.res <= machine.nb_free:
-            queue.remove(head)
-            ctx.execute(head, machine.lowest_free(head.res))
-            if self.estimator is not None:
-                self.estimator.on_start(head, ctx)
+            self.start_job(ctx, head)
             head = queue.first(now)
         self.end_pass(ctx)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.job import RUNNING
 from ..core.scheduler import Context
+from ..distributions.base import WalltimeOnly
 from .easy import EasyBackfilling
 from .release_dp import ReleaseOutlook, RunningTerminations
 from .reserving import OVERRUN_GRACE
@@ -37,38 +38,21 @@ RESCANS = ("always", "changes")
 LOG_FLOOR = 1e-9  # calibration: probability given to a realised bin predicted impossible
 
 
-def build_distribution(distribution, seed: int = 0, **options):
-    """A distribution plugin instance from a name (or an instance, returned as is); ``seed`` is
-    its ``random_state`` when it has one (``--seed``)."""
-    if not isinstance(distribution, str):
-        return distribution
-    import inspect
-
-    from ..plugins import load
-
-    cls = load("distributions", distribution)
-    if "random_state" in inspect.signature(cls).parameters:
-        options.setdefault("random_state", seed)
-    return cls(**options)
-
-
 class ProbabilisticBackfilling(EasyBackfilling):
     name = "probabilistic"
 
-    def __init__(self, *args, distribution="walltime", tau=0.05, rescan="always", distribution_options=None,
-                 seed=0, **kwargs):
-        dist_options = dict(distribution_options or {})
-        for key in [k for k in kwargs if k.startswith("distribution_")]:
-            dist_options[key.removeprefix("distribution_")] = kwargs.pop(key)
+    def __init__(self, *args, distribution=None, tau=0.05, rescan="always", **kwargs):
+        """``distribution``: the runtime-distribution plugin instance (built and given by the
+        composer; None = ``WalltimeOnly``, a point mass at every walltime: plain EASY)."""
         super().__init__(*args, **kwargs)
-        if not (isinstance(tau, (int, float)) and 0.0 <= float(tau) <= 1.0):
+        if isinstance(tau, bool) or not (isinstance(tau, (int, float)) and 0.0 <= float(tau) <= 1.0):
             raise ValueError(f"tau must be a probability in [0, 1], got {tau!r}")
         if rescan not in RESCANS:
             raise ValueError(f"rescan must be one of {RESCANS}, not {rescan!r}")
         self.tau = float(tau)
         self.rescan = rescan
-        self.distribution_name = distribution if isinstance(distribution, str) else type(distribution).__name__
-        self.distribution = build_distribution(distribution, seed, **dist_options)
+        self.distribution = WalltimeOnly() if distribution is None else distribution
+        self.distribution_name = getattr(self.distribution, "name", type(self.distribution).__name__)
         self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
         self._terminations = RunningTerminations(OVERRUN_GRACE)
         self._starts = 0
@@ -83,7 +67,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
         super().on_simulation_begins(nb_cores, ctx)
-        self.distribution.begin(getattr(ctx._core, "workloads", None))
+        self.distribution.begin(ctx.workloads)
 
     def on_job_submitted(self, job, ctx: Context) -> None:
         super().on_job_submitted(job, ctx)

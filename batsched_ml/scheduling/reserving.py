@@ -28,7 +28,8 @@ class ProfileScheduler(QueueScheduler):
     def __init__(self, *args, reservations="count", rjms_delay=None, **kwargs):
         if reservations not in PROFILES:
             raise ValueError(f"unknown reservation model {reservations!r}; choose from {sorted(PROFILES)}")
-        super().__init__(*args, reservations=reservations, **kwargs)
+        super().__init__(*args, **kwargs)
+        self.reservations = reservations
         # batsched plans every job for its walltime plus an "RJMS delay" (its -d
         # option, 5 s by default): part of batsched's model, so of ``cores``.
         if rjms_delay is None:

@@ -241,20 +241,11 @@ def _report(error: BaseException, raw: bytes, endpoint: str, err) -> int:
     return 1
 
 
-def serve(args, scheduler) -> int:
-    """Entry point of ``batsched-ml serve`` (``args.socket``, ``args.timeout``, ``args.log``)."""
+def serve(args, scheduler, label: str = "") -> int:
+    """Entry point of ``batsched-ml serve`` (``args.socket``, ``args.timeout``, ``args.log``);
+    ``label`` names the configuration in the listening line (``RunConfig.label``)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
     return run_server(scheduler, getattr(args, "socket", None) or DEFAULT_ENDPOINT, timeout=timeout,
-                      log_path=getattr(args, "log", None), label=scheduler_label(args))
-
-
-def scheduler_label(args) -> str:
-    """``easy/fcfs``, plus the predictor, correction and classifier when set (for the listening line)."""
-    parts = [f"{getattr(args, 'scheduler', '?')}/{getattr(args, 'policy', '?')}"]
-    for flag in ("reservations", "predictor", "correction", "classifier"):
-        value = getattr(args, flag, None)
-        if value and not (flag == "reservations" and value == "count"):
-            parts.append(f"{flag} {value}")
-    return ", ".join(parts)
+                      log_path=getattr(args, "log", None), label=label or scheduler.name)

@@ -1,0 +1,206 @@
+"""Composition: a :class:`~batsched_ml.config.RunConfig` validated against the plugins and
+turned into a scheduler with its collaborators built and injected.
+
+A scheduler plugin declares what it accepts by its constructor's keyword parameters:
+
+| parameter | given from |
+|---|---|
+| ``policy`` | ``--policy`` (a ``Policy`` instance; ``SmallFirst`` of it with ``--classifier``, which therefore needs a scheduler taking one) |
+| ``estimator`` | ``--predictor`` / ``--correction`` / ``--correction-timing`` (a ``predictors.Estimator``) |
+| ``distribution`` | ``--distribution`` (a runtime-distribution instance) |
+| ``reservations``, ``backfill_order``, ``starvation_threshold`` | the flags of the same name, as given |
+| any other parameter | an ``-o KEY=VALUE`` option |
+
+A flag the chosen scheduler does not take is refused (``scheduler 'fcfs' takes no
+--backfill-order``), never ignored; so are a correction without a predictor, a correction
+timing without a correction and kills without a classifier. Nothing is looked up by name
+below this module: schedulers receive objects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from .config import ConfigError, RunConfig, check_values, settings
+from .options import PREFIX, check_options, classification_options, constructor_parameters
+from .plugins import load
+from .validation import ValidationError
+
+__all__ = ["build_classifier", "build_component", "build_estimator", "build_policy", "build_scheduler",
+           "resolve", "scheduler_accepts"]
+
+
+def scheduler_accepts(scheduler_cls) -> set[str]:
+    """The constructor parameters of a scheduler plugin (what it accepts)."""
+    return set(constructor_parameters(scheduler_cls) or {})
+
+
+def resolve(config: RunConfig) -> RunConfig:
+    """``config`` validated (once, here) against the installed plugins, with the defaults of what
+    the scheduler takes filled in and the settings it does not take left None. Raises a
+    :class:`~batsched_ml.config.ConfigError` (or a ``PluginError``) with one line."""
+    check_values(config)
+    scheduler_cls = load("schedulers", config.scheduler)
+    takes = scheduler_accepts(scheduler_cls)
+    values = {}
+    for name, spec in settings().items():
+        value = getattr(config, name)
+        given = value is not None and value is not False
+        if spec.needs and given and getattr(config, spec.needs) is None:
+            raise ConfigError(_needs_message(name, spec))
+        if spec.param is not None and spec.param not in takes:
+            if given:
+                raise ConfigError(f"scheduler {config.scheduler!r} takes no {spec.flag}"
+                                  + _why_not(name, config.scheduler))
+            continue
+        if value is None and spec.default is not None and (spec.needs is None or getattr(config, spec.needs)):
+            value = spec.default
+        values[name] = value
+    resolved = config.replace(**values)
+    for name, kind in (("policy", "policies"), ("predictor", "predictors"), ("correction", "corrections"),
+                       ("classifier", "classifiers"), ("distribution", "distributions")):
+        value = getattr(resolved, name)
+        if value is not None and not (kind == "policies" and value.startswith(("expr:", "learned:"))):
+            load(kind, value)  # an unknown or broken plugin fails here, by name
+    return resolved.replace(options=check_options(resolved, scheduler_cls))
+
+
+def _needs_message(name: str, spec) -> str:
+    needed = settings()[spec.needs].flag
+    why = {"correction": "with the requested time as the estimate a job never outlives it, so no correction "
+                         "would ever apply",
+           "correction_timing": "it says when a correction takes effect",
+           "kill_false_small": "only classified jobs can be false small"}.get(name, "")
+    return f"{spec.flag} needs {needed}" + (f": {why}" if why else "")
+
+
+def _why_not(name: str, scheduler: str) -> str:
+    return {"classifier": " (classification orders the queue small-first: it needs a scheduler that takes "
+                          "a --policy)",
+            "distribution": " (runtime distributions are for --scheduler probabilistic)"}.get(name, "")
+
+
+# ---------------------------------------------------------------- building
+def build_scheduler(config: RunConfig):
+    """The scheduler ``config`` describes, its collaborators built and injected."""
+    config = resolve(config)
+    scheduler_cls = load("schedulers", config.scheduler)
+    takes = scheduler_accepts(scheduler_cls)
+    options = split_options(config, scheduler_cls)
+    kwargs = dict(options["scheduler"])
+    if "policy" in takes:
+        policy = build_policy(config.policy, options["policy"])
+        if config.classifier:
+            from .classifiers.scheduler import SmallFirst  # (numpy: only when classifying)
+
+            policy = SmallFirst(policy)
+        kwargs["policy"] = policy
+    for name in ("reservations", "backfill_order", "starvation_threshold"):
+        if name in takes:
+            kwargs[name] = getattr(config, name)
+    if config.predictor is not None:
+        kwargs["estimator"] = build_estimator(config.predictor, config.correction, config.correction_timing,
+                                              seed=config.seed, predictor_options=options["predictor"],
+                                              correction_options=options["correction"])
+    if "distribution" in takes:
+        kwargs["distribution"] = build_component("distributions", config.distribution, options["distribution"],
+                                                 seed=config.seed)
+    with _naming(options["scheduler"]):
+        scheduler = scheduler_cls(**kwargs)
+    if config.classifier is None:
+        return scheduler
+    from .classifiers.scheduler import ClassifyingScheduler
+
+    classifier = build_classifier(config.classifier, options["classifier"], seed=config.seed)
+    with _naming(options["classification"]):
+        return ClassifyingScheduler(scheduler, classifier, kill_false_small=config.kill_false_small,
+                                    **options["classification"])
+
+
+def split_options(config: RunConfig, scheduler_cls) -> dict[str, dict]:
+    """A resolved config's flat ``-o`` options, per component and without their prefixes."""
+    out: dict[str, dict] = {k: {} for k in ("scheduler", "policy", "predictor", "correction", "distribution",
+                                             "classification", "classifier")}
+    prefixes = {prefix: kind[:-1] if kind != "policies" else "policy" for kind, prefix in PREFIX.items()}
+    own = set(constructor_parameters(scheduler_cls) or {})
+    classification = set(classification_options()) if config.classifier else set()
+    for key, value in config.options.items():
+        prefix = next((p for p in prefixes if key.startswith(p) and key not in own), None)
+        if prefix is not None:
+            out[prefixes[prefix]][key.removeprefix(prefix)] = value
+        elif key in own:
+            out["scheduler"][key] = value
+        elif key in classification:
+            out["classification"][key] = value
+        else:
+            out["classifier"][key] = value
+    return out
+
+
+def build_policy(name: str, params: dict | None = None):
+    """A queue order from its plugin name (with its ``-o policy_<param>`` options), or from
+    ``expr:FORMULA`` / ``learned:FILE.json[#k]``."""
+    if name.startswith(("expr:", "learned:")):
+        from .policies.expression import policy_from_spec
+
+        return policy_from_spec(name)
+    return build_component("policies", name, params or {})
+
+
+def build_component(kind: str, name: str, params: dict, *, seed: int | None = None):
+    """One plugin instance: its constructor stores ``params`` (and ``seed`` as its ``random_state``
+    or ``seed`` when it takes one), then ``validate_params`` checks them; an error names the
+    ``-o`` key the user typed."""
+    cls = load(kind, name)
+    params = dict(params)
+    if seed is not None:
+        takes = constructor_parameters(cls) or {}
+        for seeded in ("random_state", "seed"):
+            if seeded in takes:
+                params.setdefault(seeded, seed)
+    with _naming(params, PREFIX.get(kind, "")):
+        obj = cls(**params)
+        validate = getattr(obj, "validate_params", None)
+        if callable(validate):
+            validate()
+    return obj
+
+
+def build_classifier(name: str, params: dict, *, seed: int = 0):
+    """A small/large classifier plugin instance (``--classifier``), seeded by ``--seed``."""
+    return build_component("classifiers", name, params, seed=seed)
+
+
+def build_estimator(predictor: str, correction: str | None = None, timing: str | None = None, *, seed: int = 0,
+                    predictor_options: dict | None = None, correction_options: dict | None = None):
+    """A ``predictors.Estimator`` of a predictor plugin and an optional correction plugin."""
+    from .predictors import Estimator
+
+    model = build_component("predictors", predictor, predictor_options or {}, seed=seed)
+    fix = None if correction is None else build_component("corrections", correction, correction_options or {})
+    return Estimator(model, fix, timing or "immediate")
+
+
+@contextlib.contextmanager
+def _naming(params: dict, prefix: str = ""):
+    """A constructor's or ``validate_params``' range error names its parameter (``window must be
+    ...``); the user typed ``-o predictor_window=0``: say that."""
+    try:
+        yield
+    except ValidationError as exc:
+        raise _named(exc, params, prefix) from None
+    except ValueError as exc:
+        named = _named(exc, params, prefix)
+        if named is exc:
+            raise
+        raise named from None
+
+
+def _named(exc: Exception, params: dict, prefix: str) -> Exception:
+    first = str(exc).split(" ", 1)[0]
+    for key, value in params.items():
+        if key == first:
+            shown = value if isinstance(value, str) else json.dumps(value)
+            return ValidationError(f"-o {prefix}{key}={shown}: {exc}")
+    return exc
