@@ -54,6 +54,7 @@ def build_scheduler(scheduler: str = "easy", policy: str = "fcfs", reservations:
     if classifier is not None:
         from .classifiers import build_classification_scheduler
 
+        options.pop("seed", None)  # the wrapper takes --seed, and hands it on to a scheduler that takes one
         return build_classification_scheduler(
             cls, classifier=classifier, kill_false_small=kill_false_small, seed=seed, policy=policy,
             reservations=reservations, backfill_order=backfill_order,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import heapq
+import inspect
 import math
 import time
 from collections import Counter
@@ -84,6 +85,8 @@ class ClassificationMixin:
         from ..plugins import resolve_policy
 
         base = resolve_policy(policy) if isinstance(policy, str) else policy
+        if "seed" in inspect.signature(super().__init__).parameters:
+            kwargs["seed"] = seed  # one --seed for the classifier and a seeded scheduler (probabilistic)
         super().__init__(*args, policy=SmallFirst(base), **kwargs)
         if history not in ("all", "previous-weeks"):
             raise ValueError(f"history must be 'all' or 'previous-weeks', not {history!r}")

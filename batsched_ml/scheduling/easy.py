@@ -2,9 +2,17 @@
 
 The head of the queue (the *priority job*) holds a reservation at the earliest
 time it fits; any other job may start now if it fits in the profile for its
-whole estimated duration, i.e. without delaying that reservation. When nothing
-ended since the previous pass only the new arrivals can possibly start, so
-only they are tried (as batsched does); otherwise the whole queue is traversed.
+whole estimated duration, i.e. without delaying that reservation.
+
+Which jobs a pass tries depends on the reservation model:
+
+* ``count`` (textbook EASY, Mu'alem & Feitelson): every waiting job, in the
+  pass's order (queue order, or SJBF), against the current head's reservation,
+  at every scheduling point. A new arrival may become the head (SPF) and leave
+  room for an older job; jobs arriving together are tried in queue order.
+* ``cores`` (batsched's ``easy_bf``, checked on the golden real-Batsim runs):
+  when nothing ended since the previous pass only the new arrivals are tried,
+  in arrival order; otherwise the whole queue is traversed.
 
 Traversing the queue is a search, not a scan: starting a job only takes cores
 away, so a job that does not fit cannot fit later in the pass, and a job of
@@ -81,12 +89,19 @@ class EasyBackfilling(ProfileScheduler):
         return placement.start - self.rjms_delay, placement.end
 
     def schedule(self, ctx: Context) -> None:
-        if not self._begin_pass(ctx):
-            self._backfill(ctx, self._new_arrivals())
-        else:
+        if self._reads_whole_queue(self._begin_pass(ctx)):
             self._backfill_queue(ctx)
             self._ensure_priority(ctx)
+        else:
+            self._backfill(ctx, self._new_arrivals())
         self.end_pass(ctx)
+
+    def _reads_whole_queue(self, full_pass: bool) -> bool:
+        """Whether this pass tries every waiting job: always in textbook EASY (``count``);
+        in batsched's (``cores``) only after a completion or a changed estimate, otherwise
+        only the new arrivals. A full pass is a search (``_backfill_queue``), so reading the
+        whole queue at every arrival costs O(sizes x log n), not a read of the queue."""
+        return full_pass or self.reservations == "count"
 
     def _begin_pass(self, ctx: Context) -> bool:
         """Bring the profile to now and plan the head job; True for a full pass (a job
@@ -100,12 +115,13 @@ class EasyBackfilling(ProfileScheduler):
         return full_pass
 
     def _new_arrivals(self) -> list:
-        """The jobs queued since the previous pass, but the head job."""
+        """The jobs queued since the previous pass, but the head job, in arrival order
+        (batsched's ``recently_queued_jobs``)."""
         return [j for j in self._released if j in self.queue and j is not self.priority]
 
     def _backfill(self, ctx: Context, candidates) -> None:
-        """Start the ``candidates`` (read lazily, in queue order) that fit now without
-        delaying the priority job; stop reading as soon as no core is free."""
+        """Start the ``candidates`` (read lazily, in the given order; SJBF re-sorts them) that
+        fit now without delaying the priority job; stop reading as soon as no core is free."""
         profile, priority = self.profile, self.priority
         available = profile.available_now()
         # (cores, span) of the candidates that did not fit. Starting jobs only takes cores
@@ -138,8 +154,10 @@ class EasyBackfilling(ProfileScheduler):
         """A full pass: start, in the pass's order, every queued job that fits now without
         delaying the priority job."""
         search = self.queue.fit_search(ctx.now, self.backfill_order)
-        if search is None:  # an order that changes with time: read the whole queue
-            self._backfill(ctx, self.queue.iter_ordered(ctx.now))
+        if search is None:  # an order that changes with time: read the queue, only the sizes that may fit
+            sizes = set(self._sizes_that_may_fit())
+            if sizes:
+                self._backfill(ctx, (job for job in self.queue.iter_ordered(ctx.now) if job.res in sizes))
             return
         profile, queue, priority, delay = self.profile, self.queue, self.priority, self.rjms_delay
         while True:
