@@ -7,8 +7,8 @@ other waiting job, in queue order (or shortest-first for SJBF): it starts if it 
 free cores and either ends by the shadow time or needs no more than the extra cores (which it
 then uses up). ``TextbookEasy`` below is that rule written from the paper, on core counts,
 with none of our profile, queue indexes or search; ours must give the very same jobs file on
-random workloads, for every policy and both backfill orders, under Batsim's latencies and
-with exact instants. The minimized cases of the issue are in ``test_repro_cases.py``.
+random workloads, for every policy, both backfill orders, with and without a starvation
+threshold, under Batsim's latencies and with exact instants. The minimized cases of the issue are in ``test_repro_cases.py``.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ class TextbookEasy(Scheduler):
 
     name = "textbook-easy"
 
-    def __init__(self, policy: str, backfill_order: str):
+    def __init__(self, policy: str, backfill_order: str, starvation_threshold=None):
         self.policy = resolve_policy(policy)
         self.sjbf = SJBF() if backfill_order == "sjbf" else None
+        self.threshold = starvation_threshold
         self.waiting: list = []
         self.planned_end: dict = {}  # running job -> start + walltime
 
@@ -52,6 +53,13 @@ class TextbookEasy(Scheduler):
     def schedule(self, ctx):
         now = ctx.now
         queue = sorted(self.waiting, key=lambda j: (self.policy.key(j, now), j.seq))
+        if self.threshold is not None:  # the jobs waiting longer than it go first, oldest first
+            starving = []
+            for job in sorted(self.waiting, key=lambda j: j.seq):
+                if job.submission_time >= now - self.threshold:
+                    break
+                starving.append(job)
+            queue = starving + [j for j in queue if j not in starving]
         free = ctx.machine.nb_free
         while queue and queue[0].res <= free:  # the head starts whenever it fits
             self._start(queue[0], ctx)
@@ -115,8 +123,9 @@ def test_count_easy_is_textbook_easy(tmp_path, seed):
     workload = textbook_workload(rng)
     policy = POLICIES[seed % len(POLICIES)]
     backfill_order = rng.choice(["queue", "sjbf"])
+    threshold = rng.choice([None, None, 0.0, 30.0, 500.0])
     latency = rng.choice([BATSIM_LATENCY, NO_LATENCY])
-    ours = _jobs_file(workload, build_scheduler("easy", policy, backfill_order=backfill_order), latency,
-                      tmp_path / "ours")
-    textbook = _jobs_file(workload, TextbookEasy(policy, backfill_order), latency, tmp_path / "textbook")
-    assert ours == textbook, f"policy {policy}, backfill order {backfill_order}"
+    ours = _jobs_file(workload, build_scheduler("easy", policy, backfill_order=backfill_order,
+                                                starvation_threshold=threshold), latency, tmp_path / "ours")
+    textbook = _jobs_file(workload, TextbookEasy(policy, backfill_order, threshold), latency, tmp_path / "textbook")
+    assert ours == textbook, f"policy {policy}, backfill order {backfill_order}, starvation threshold {threshold}"

@@ -9,7 +9,10 @@ Which jobs a pass tries depends on the reservation model:
 * ``count`` (textbook EASY, Mu'alem & Feitelson): every waiting job, in the
   pass's order (queue order, or SJBF), against the current head's reservation,
   at every scheduling point. A new arrival may become the head (SPF) and leave
-  room for an older job; jobs arriving together are tried in queue order.
+  room for an older job; jobs arriving together are tried in queue order. When
+  nothing ended and the head keeps the same reservation, no job that did not fit
+  at the previous pass fits now (the profile only moved on in time), so only the
+  new arrivals are tried, in the pass's order: the same schedule, for less.
 * ``cores`` (batsched's ``easy_bf``, checked on the golden real-Batsim runs):
   when nothing ended since the previous pass only the new arrivals are tried,
   in arrival order; otherwise the whole queue is traversed.
@@ -35,6 +38,7 @@ class EasyBackfilling(ProfileScheduler):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.priority = None
+        self._last_plan = None  # the head and its reservation when the previous pass ended
 
     def _ensure_priority(self, ctx: Context) -> None:
         """Give the (possibly new) head of the queue its reservation, starting it if it fits now."""
@@ -93,15 +97,25 @@ class EasyBackfilling(ProfileScheduler):
             self._backfill_queue(ctx)
             self._ensure_priority(ctx)
         else:
-            self._backfill(ctx, self._new_arrivals())
+            self._backfill(ctx, self._new_arrivals(ctx.now))
         self.end_pass(ctx)
 
+    def end_pass(self, ctx: Context) -> None:
+        super().end_pass(ctx)
+        self._last_plan = self._plan()
+
+    def _plan(self):
+        """The head job and where its reservation is (None without a head)."""
+        placement = self.profile.placed.get(self.priority) if self.priority is not None else None
+        return None if placement is None else (self.priority, placement.start, placement.used)
+
     def _reads_whole_queue(self, full_pass: bool) -> bool:
-        """Whether this pass tries every waiting job: always in textbook EASY (``count``);
-        in batsched's (``cores``) only after a completion or a changed estimate, otherwise
-        only the new arrivals. A full pass is a search (``_backfill_queue``), so reading the
-        whole queue at every arrival costs O(sizes x log n), not a read of the queue."""
-        return full_pass or self.reservations == "count"
+        """Whether this pass must try every waiting job, not only the new arrivals: after a
+        completion or a changed estimate (``full_pass``); in textbook EASY (``count``) also
+        when the head or its reservation changed since the previous pass (a new head may
+        leave room for older jobs), while batsched (``cores``) then still reads only the
+        new arrivals."""
+        return full_pass or (self.reservations == "count" and self._plan() != self._last_plan)
 
     def _begin_pass(self, ctx: Context) -> bool:
         """Bring the profile to now and plan the head job; True for a full pass (a job
@@ -114,10 +128,11 @@ class EasyBackfilling(ProfileScheduler):
         self._ensure_priority(ctx)
         return full_pass
 
-    def _new_arrivals(self) -> list:
-        """The jobs queued since the previous pass, but the head job, in arrival order
-        (batsched's ``recently_queued_jobs``)."""
-        return [j for j in self._released if j in self.queue and j is not self.priority]
+    def _new_arrivals(self, now: float) -> list:
+        """The jobs queued since the previous pass, but the head job: in queue order (textbook
+        EASY), or in arrival order in batsched's model (its ``recently_queued_jobs``)."""
+        jobs = [j for j in self._released if j in self.queue and j is not self.priority]
+        return jobs if self.reservations == "cores" else self.queue.in_queue_order(jobs, now)
 
     def _backfill(self, ctx: Context, candidates) -> None:
         """Start the ``candidates`` (read lazily, in the given order; SJBF re-sorts them) that

@@ -134,7 +134,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
             self._resolve_checks()
         # the head's reservation is re-planned when EASY would (a job ended, or the plan changed)
         if not self._reads_whole_queue(self._begin_pass(ctx)):
-            self._backfill(ctx, self._new_arrivals())
+            self._backfill(ctx, self._new_arrivals(ctx.now))
         elif self.queue and self.profile.available_now() >= self.queue.smallest_request():
             self._backfill(ctx, self.queue.ordered(ctx.now))
             self._ensure_priority(ctx)
