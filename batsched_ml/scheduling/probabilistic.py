@@ -175,14 +175,15 @@ class ProbabilisticBackfilling(EasyBackfilling):
                     outlook = self._outlook(now, head.res - available, [j.res for j in rest])
                     batch = dict(zip(rest, self._batch_risks(outlook, rest, now)))
                 risk = batch[job]
+            accepted = risk < self.tau or risk == 0.0
             used = None
-            if pinned and risk < self.tau:
+            if pinned and accepted:
                 # EASY's fit (the head's reservation in the profile) takes none of the head's
                 # cores it would overlap; otherwise the job needs some of them
                 used = profile.fits_now(job, self.span(job))
                 if used is None:
                     risk = max(risk, self._overrun_risk(job, now, profile.placed[head].start))
-            accepted = risk < self.tau or risk == 0.0
+                    accepted = risk < self.tau or risk == 0.0
             self.stats["condition_time"] += time.perf_counter() - t0
             self.stats["evaluations"] += 1
             if not accepted:
@@ -195,7 +196,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
                 used = profile.fits_now(job, self.span(job))
             placement = profile.place(job, now, now + self.span(job), used)
             self.start(ctx, job, placement)
-            if pinned:
+            if pinned:  # the head's pinned cores for the next candidates (it cannot start: cores were only taken)
                 self._ensure_priority(ctx)
             self.stats["backfilled"] += 1
             self.stats["risk_sum"] += risk
