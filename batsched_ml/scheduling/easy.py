@@ -102,7 +102,8 @@ class EasyBackfilling(ProfileScheduler):
 
     def end_pass(self, ctx: Context) -> None:
         super().end_pass(ctx)
-        self._last_plan = self._plan()
+        if self.reservations == "count":
+            self._last_plan = self._plan()
 
     def _plan(self):
         """The head job and where its reservation is (None without a head)."""
@@ -132,7 +133,7 @@ class EasyBackfilling(ProfileScheduler):
         """The jobs queued since the previous pass, but the head job: in queue order (textbook
         EASY), or in arrival order in batsched's model (its ``recently_queued_jobs``)."""
         jobs = [j for j in self._released if j in self.queue and j is not self.priority]
-        return jobs if self.reservations == "cores" else self.queue.in_queue_order(jobs, now)
+        return jobs if self.reservations == "cores" or len(jobs) < 2 else self.queue.in_queue_order(jobs, now)
 
     def _backfill(self, ctx: Context, candidates) -> None:
         """Start the ``candidates`` (read lazily, in the given order; SJBF re-sorts them) that
