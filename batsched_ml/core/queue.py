@@ -183,7 +183,7 @@ class JobQueue:
             return sorted(jobs, key=self._keys.__getitem__)
         bound = self._starving_bound(now)  # starving jobs first, in arrival order
         number = self._arrival_no
-        return sorted(jobs, key=lambda job: (0, number[job], ()) if number[job] < bound else (1, 0, self._keys[job]))
+        return sorted(jobs, key=lambda job: (0, number[job]) if number[job] < bound else (1, self._keys[job]))
 
     def smallest_request(self) -> int | float:
         """The fewest cores any queued job requests (inf when empty): with fewer free,
