@@ -10,6 +10,12 @@ processes (set iteration order, hashing), which two runs in one process cannot s
 
     nice python benchmarks/property_campaign.py --examples 10000 --seed 1
     nice python benchmarks/property_campaign.py --examples 2000 --scheduler conservative --compiled-from 4
+
+``--property`` chooses what each example checks: ``schedules`` (default, above), ``cli`` (the whole
+configuration space through the command line: a run the checker accepts, or one error line and
+exit 2; ``tests/configuration_space.py``), or an equivalence (``tests/equivalence_cases.py``):
+``walltime-easy`` (probabilistic with point masses = EASY), ``compiled`` (conservative's compiled
+pass = its Python pass), ``serve`` (``serve`` over ZeroMQ = the in-process run).
 """
 
 from __future__ import annotations
@@ -26,7 +32,42 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from random_cases import command_line, configurations, describe, run_twice, workloads  # noqa: E402
+
+
+def _properties(args) -> dict:
+    """name -> (strategy of one example's case, check(workload, case) -> (problems, output bytes),
+    describe(workload, case, problems), flags of a case for the failure records)."""
+    import configuration_space as space
+    import equivalence_cases as eq
+
+    def configs(schedulers=None):
+        return configurations(schedulers or args.scheduler, args.policy, not args.no_classifier)
+
+    def cli(workload, case):
+        problems, outcome = space.run_cli_case(workload, case)
+        return problems, outcome.encode()
+
+    def pair(check):
+        def run(workload, case):
+            return check(workload, *case), b""
+        return run
+
+    def described(workload, case, problems):
+        return describe(workload, case[0], problems)
+
+    return {
+        "schedules": (configs(), run_twice, describe, command_line),
+        "cli": (space.cli_configurations(), cli, space.describe_cli, lambda case: " ".join(case["argv"])),
+        "walltime-easy": (st.tuples(configs(["easy"]).map(eq.without_predictor), st.sampled_from(["always", "changes"])),
+                          pair(eq.walltime_vs_easy),
+                          described, lambda case: command_line(case[0]) + f" -o rescan={case[1]}"),
+        "compiled": (st.tuples(configs(["conservative"])), pair(eq.compiled_vs_python), described,
+                     lambda case: command_line(case[0])),
+        "serve": (st.tuples(configs().map(eq.batsim_timing)), pair(eq.serve_vs_in_process), described,
+                  lambda case: command_line(case[0])),
+    }
 
 
 def main(argv=None) -> int:
@@ -43,6 +84,9 @@ def main(argv=None) -> int:
     parser.add_argument("--replay", default=None, metavar="FILE.jsonl",
                         help="re-check the failures a --collect run recorded, then exit")
     parser.add_argument("--digests", default=None, metavar="FILE", help="one output digest per example")
+    parser.add_argument("--property", default="schedules",
+                        choices=["schedules", "cli", "walltime-easy", "compiled", "serve"],
+                        help="what each example checks (default: valid deterministic schedules)")
     parser.add_argument("--compiled-from", type=int, default=None, metavar="N",
                         help="conservative's compiled pass from N queued jobs (back to Python below N/2), "
                              "so that small workloads run it and switch between the passes (default: 256)")
@@ -52,8 +96,10 @@ def main(argv=None) -> int:
 
         conservative.COMPILED_FROM, conservative.COMPILED_UNTIL = args.compiled_from, args.compiled_from // 2
     warnings.simplefilter("ignore")  # numeric warnings of degenerate random inputs; the checker decides
+    properties = _properties(args)
     if args.replay:
-        return replay(args.replay)
+        return replay(args.replay, properties)
+    strategy, check, describe_case, flags = properties[args.property]
 
     count, failures, started = [0], [0], time.perf_counter()
     seen = Counter()  # what the examples exercised
@@ -64,16 +110,16 @@ def main(argv=None) -> int:
     @seed(args.seed)
     @settings(max_examples=args.examples, deadline=None, database=None, phases=phases, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False)
-    @given(workload=workloads(max_jobs=args.max_jobs, max_cores=args.max_cores), config=configurations(args.scheduler, args.policy, not args.no_classifier))
+    @given(workload=workloads(max_jobs=args.max_jobs, max_cores=args.max_cores), config=strategy)
     def campaign(workload, config):
         count[0] += 1
         try:
-            problems, output = run_twice(workload, config)
+            problems, output = check(workload, config)
         except Exception as exc:  # noqa: BLE001 - a crash is a failure like any other
             if collect is None:
                 raise
             problems, output = [f"crash: {type(exc).__name__}: {exc}"], b""
-        _tally(seen, config, output)
+        _tally(seen, args.property, config, output)
         if digests is not None:
             example = json.dumps([workload, config], sort_keys=True).encode()
             digests.write(f"{count[0]} {_digest(example)} {_digest(output)}\n")
@@ -83,8 +129,8 @@ def main(argv=None) -> int:
         if problems:
             failures[0] += 1
             if collect is None:
-                raise AssertionError(describe(workload, config, problems))
-            collect.write(json.dumps({"problems": problems, "flags": command_line(config),
+                raise AssertionError(describe_case(workload, config, problems))
+            collect.write(json.dumps({"property": args.property, "problems": problems, "flags": flags(config),
                                       "config": config, "workload": workload}) + "\n")
             collect.flush()
 
@@ -95,22 +141,24 @@ def main(argv=None) -> int:
         print(f"FAILED (minimal example after shrinking):\n{exc}")
         status = 1
     elapsed = time.perf_counter() - started
-    print(json.dumps({"examples": count[0], "failing": failures[0], "seed": args.seed, "compiled_from": args.compiled_from,
+    print(json.dumps({"property": args.property, "examples": count[0], "failing": failures[0], "seed": args.seed,
+                      "compiled_from": args.compiled_from,
                       "seconds": round(elapsed, 1), "exercised": dict(sorted(seen.items()))}))
     return status
 
 
-def replay(path) -> int:
+def replay(path, properties: dict) -> int:
     """Re-run recorded failures: how many still fail (e.g. after a fix)."""
     still = total = 0
     with open(path) as f:
         for line in f:
             record = json.loads(line)
             total += 1
-            problems, _ = run_twice(record["workload"], record["config"])
+            _, check, describe_case, _ = properties[record.get("property", "schedules")]
+            problems, _ = check(record["workload"], record["config"])
             if problems:
                 still += 1
-                print(describe(record["workload"], record["config"], problems)[:2000], "\n")
+                print(describe_case(record["workload"], record["config"], problems)[:2000], "\n")
     print(json.dumps({"replayed": total, "still_failing": still}))
     return 1 if still else 0
 
@@ -119,7 +167,15 @@ EXERCISED = {"kill": b'"KILL_JOB"', "requeue": b'"REGISTER_JOB"', "walltime-reac
              "rejection": b'"REJECT_JOB"', "call-me-later": b'"CALL_ME_LATER"'}
 
 
-def _tally(seen: Counter, config: dict, output: bytes) -> None:
+def _tally(seen: Counter, prop: str, config, output: bytes) -> None:
+    if prop == "cli":
+        seen[f"outcome={output.decode()}"] += 1
+        for key in ("scheduler", "classifier", "distribution"):
+            seen[f"{key}={config['config'].get(key)}"] += 1
+        return
+    if prop != "schedules":
+        config = config[0]
+        seen[f"reservations={config['reservations']}"] += 1
     seen[f"scheduler={config['scheduler']}"] += 1
     seen[f"latency={config['latency']}"] += 1
     for option in ("predictor", "correction", "classifier", "starvation_threshold"):

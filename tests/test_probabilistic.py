@@ -379,9 +379,12 @@ def test_distributions_change_decisions_and_are_deterministic(tmp_path):
     assert a != easy  # the user distributions backfill differently on this workload
 
 
-def test_backfills_jobs_that_easy_could_not(tmp_path):
+@pytest.mark.parametrize("reservations", ["count", "cores"])
+def test_backfills_jobs_that_easy_could_not(tmp_path, reservations):
     """A job whose walltime reaches past the head's reservation is still a candidate: EASY's
-    horizon test must not filter the queue before the probabilistic condition reads it."""
+    horizon test must not filter the queue before the probabilistic condition reads it. In the
+    ``cores`` model job 4 takes a core of the head's reservation (all 4 cores): it may, being
+    likely to end long before the reservation starts."""
     import csv
 
     jobs = [(1, 0, 1, 1000, 5, 1),  # (id, subtime, res, walltime, runtime, user): user 1 runs short jobs
@@ -396,7 +399,8 @@ def test_backfills_jobs_that_easy_could_not(tmp_path):
     starts = {}
     for name, kwargs in {"easy": dict(scheduler="easy"),
                          "prob": dict(scheduler="probabilistic", distribution="user")}.items():
-        result, _ = simulate(4, workload, build_scheduler(**kwargs), prefix=tmp_path / name)
+        result, _ = simulate(4, workload, build_scheduler(**kwargs, reservations=reservations),
+                             prefix=tmp_path / name)
         with open(result.jobs_csv) as f:
             starts[name] = {row["job_id"]: float(row["starting_time"]) for row in csv.DictReader(f)}
     assert starts["easy"]["4"] > 1000  # after the head

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from configuration_space import cli_configurations, describe_cli, run_cli_case
 from hypothesis import HealthCheck, Phase, given, settings
 from random_cases import SCHEDULERS, check_case, configurations, describe, workloads
 
@@ -38,6 +39,17 @@ def test_every_configuration_gives_a_valid_deterministic_schedule(scheduler):
         assert not problems, describe(workload, config, problems)
 
     check()
+
+
+@settings(CI_SETTINGS, max_examples=60)
+@given(workload=workloads(), case=cli_configurations())
+def test_every_combination_runs_or_is_refused_in_one_line(workload, case):
+    """The whole configuration space through the command line (``configuration_space``): every
+    plugin of every kind, every scheduler flag, -o keys the constructors declare, unknown names
+    and bad values; a run passes the checker, a refusal is one ``batsched-ml: error:`` line and
+    exit 2 before anything runs, never a traceback (issue 23 §2)."""
+    problems, _ = run_cli_case(workload, case)
+    assert not problems, describe_cli(workload, case, problems)
 
 
 # ----------------------------------------------------------------- the checker itself

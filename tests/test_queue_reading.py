@@ -184,3 +184,20 @@ def test_dynamic_orders_sorted_once_per_instant_stay_exact():
             expected = sorted(jobs, key=lambda j: (key(j, now), j.seq))
             assert queue.ordered(now) == expected
             assert queue.first(now) is (expected[0] if expected else None)
+
+
+def test_some_jobs_in_queue_order():
+    """``in_queue_order`` (a pass's new arrivals) sorts a subset as ``ordered`` places it: static,
+    dynamic, and with starving jobs (arrival order first) that arrived out of time order."""
+    rng = random.Random(12)
+    for policy in ("fcfs", "spf", "saf", "wfp3"):
+        for threshold in (None, 0.0, 100.0):
+            queue, jobs = JobQueue(resolve_policy(policy), threshold), []
+            for i in range(200):
+                job = _job(i, rng.randint(1, 8), float(rng.randint(1, 50)), subtime=float(rng.randint(0, 400)))
+                queue.add(job, job.subtime)
+                jobs.append(job)
+            for now in (0.0, 250.0, 600.0):
+                order = queue.ordered(now)
+                some = rng.sample(jobs, 30)
+                assert queue.in_queue_order(some, now) == [j for j in order if j in set(some)]

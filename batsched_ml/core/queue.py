@@ -171,6 +171,20 @@ class JobQueue:
                 jobs = starving + [j for j in jobs if j not in marked]
         return jobs
 
+    def in_queue_order(self, jobs: list, now: float) -> list:
+        """Some queued ``jobs`` (a pass's new arrivals) sorted in the order ``ordered`` gives
+        them: O(k log k) for k jobs with a static policy, a read of the queue with a dynamic one."""
+        if len(jobs) < 2:
+            return list(jobs)
+        if self._sorted is None:
+            rank = {job: i for i, job in enumerate(self.ordered(now))}
+            return sorted(jobs, key=rank.__getitem__)
+        if self.starvation_threshold is None:
+            return sorted(jobs, key=self._keys.__getitem__)
+        bound = self._starving_bound(now)  # starving jobs first, in arrival order
+        number = self._arrival_no
+        return sorted(jobs, key=lambda job: (0, number[job]) if number[job] < bound else (1, self._keys[job]))
+
     def smallest_request(self) -> int | float:
         """The fewest cores any queued job requests (inf when empty): with fewer free,
         no queued job can start, and a backfilling pass can stop."""

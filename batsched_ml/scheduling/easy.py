@@ -2,9 +2,20 @@
 
 The head of the queue (the *priority job*) holds a reservation at the earliest
 time it fits; any other job may start now if it fits in the profile for its
-whole estimated duration, i.e. without delaying that reservation. When nothing
-ended since the previous pass only the new arrivals can possibly start, so
-only they are tried (as batsched does); otherwise the whole queue is traversed.
+whole estimated duration, i.e. without delaying that reservation.
+
+Which jobs a pass tries depends on the reservation model:
+
+* ``count`` (textbook EASY, Mu'alem & Feitelson): every waiting job, in the
+  pass's order (queue order, or SJBF), against the current head's reservation,
+  at every scheduling point. A new arrival may become the head (SPF) and leave
+  room for an older job; jobs arriving together are tried in queue order. When
+  nothing ended and the head keeps the same reservation, no job that did not fit
+  at the previous pass fits now (the profile only moved on in time), so only the
+  new arrivals are tried, in the pass's order: the same schedule, for less.
+* ``cores`` (batsched's ``easy_bf``, checked on the golden real-Batsim runs):
+  when nothing ended since the previous pass only the new arrivals are tried,
+  in arrival order; otherwise the whole queue is traversed.
 
 Traversing the queue is a search, not a scan: starting a job only takes cores
 away, so a job that does not fit cannot fit later in the pass, and a job of
@@ -27,6 +38,7 @@ class EasyBackfilling(ProfileScheduler):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.priority = None
+        self._last_plan = None  # the head and its reservation when the previous pass ended
 
     def _ensure_priority(self, ctx: Context) -> None:
         """Give the (possibly new) head of the queue its reservation, starting it if it fits now."""
@@ -81,12 +93,30 @@ class EasyBackfilling(ProfileScheduler):
         return placement.start - self.rjms_delay, placement.end
 
     def schedule(self, ctx: Context) -> None:
-        if not self._begin_pass(ctx):
-            self._backfill(ctx, self._new_arrivals())
-        else:
+        if self._reads_whole_queue(self._begin_pass(ctx)):
             self._backfill_queue(ctx)
             self._ensure_priority(ctx)
+        else:
+            self._backfill(ctx, self._new_arrivals(ctx.now))
         self.end_pass(ctx)
+
+    def end_pass(self, ctx: Context) -> None:
+        super().end_pass(ctx)
+        if self.reservations == "count":
+            self._last_plan = self._plan()
+
+    def _plan(self):
+        """The head job and where its reservation is (None without a head)."""
+        placement = self.profile.placed.get(self.priority) if self.priority is not None else None
+        return None if placement is None else (self.priority, placement.start, placement.used)
+
+    def _reads_whole_queue(self, full_pass: bool) -> bool:
+        """Whether this pass must try every waiting job, not only the new arrivals: after a
+        completion or a changed estimate (``full_pass``); in textbook EASY (``count``) also
+        when the head or its reservation changed since the previous pass (a new head may
+        leave room for older jobs), while batsched (``cores``) then still reads only the
+        new arrivals."""
+        return full_pass or (self.reservations == "count" and self._plan() != self._last_plan)
 
     def _begin_pass(self, ctx: Context) -> bool:
         """Bring the profile to now and plan the head job; True for a full pass (a job
@@ -99,13 +129,15 @@ class EasyBackfilling(ProfileScheduler):
         self._ensure_priority(ctx)
         return full_pass
 
-    def _new_arrivals(self) -> list:
-        """The jobs queued since the previous pass, but the head job."""
-        return [j for j in self._released if j in self.queue and j is not self.priority]
+    def _new_arrivals(self, now: float) -> list:
+        """The jobs queued since the previous pass, but the head job: in queue order (textbook
+        EASY), or in arrival order in batsched's model (its ``recently_queued_jobs``)."""
+        jobs = [j for j in self._released if j in self.queue and j is not self.priority]
+        return jobs if self.reservations == "cores" or len(jobs) < 2 else self.queue.in_queue_order(jobs, now)
 
     def _backfill(self, ctx: Context, candidates) -> None:
-        """Start the ``candidates`` (read lazily, in queue order) that fit now without
-        delaying the priority job; stop reading as soon as no core is free."""
+        """Start the ``candidates`` (read lazily, in the given order; SJBF re-sorts them) that
+        fit now without delaying the priority job; stop reading as soon as no core is free."""
         profile, priority = self.profile, self.priority
         available = profile.available_now()
         # (cores, span) of the candidates that did not fit. Starting jobs only takes cores
@@ -138,8 +170,10 @@ class EasyBackfilling(ProfileScheduler):
         """A full pass: start, in the pass's order, every queued job that fits now without
         delaying the priority job."""
         search = self.queue.fit_search(ctx.now, self.backfill_order)
-        if search is None:  # an order that changes with time: read the whole queue
-            self._backfill(ctx, self.queue.iter_ordered(ctx.now))
+        if search is None:  # an order that changes with time: read the queue, only the sizes that may fit
+            sizes = set(self._sizes_that_may_fit())
+            if sizes:
+                self._backfill(ctx, (job for job in self.queue.iter_ordered(ctx.now) if job.res in sizes))
             return
         profile, queue, priority, delay = self.profile, self.queue, self.priority, self.rjms_delay
         while True:

@@ -11,9 +11,17 @@ time, not above its walltime, log-uniform inside a bin) and the candidate's own
 a point mass at its walltime, so without any history this is exactly EASY.
 Nothing is killed at a prediction: walltime kills stay Batsim's.
 
-Options (``-o``): ``tau``; ``rescan`` = ``always`` (default: every pass
-re-examines the whole queue, since re-conditioning changes the risks as time
-passes) or ``changes`` (EASY's: only new arrivals unless a job ended);
+Under ``--reservations cores`` (batsched's model) the head's reservation holds
+specific cores, as in EASY's profile: a candidate that can only start on some of
+them also risks delaying that reservation, with the probability that it runs
+past its start. With point masses everywhere both conditions are EASY's own, so
+``--distribution walltime`` gives EASY's schedule in both reservation models.
+
+Options (``-o``): ``tau``; ``rescan`` = ``always`` (default: while a running job
+has a distribution, every pass re-examines the whole queue, since re-conditioning
+changes the risks as time passes; otherwise the queue is read as EASY reads it)
+or ``changes`` (always as EASY reads it: the whole queue at every pass in
+``count``, only the new arrivals unless a job ended in ``cores``);
 ``distribution_<param>`` go to the distribution plugin.
 """
 
@@ -55,6 +63,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self.distribution_name = getattr(self.distribution, "name", type(self.distribution).__name__)
         self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
         self._terminations = RunningTerminations(OVERRUN_GRACE)
+        self._conditioned: set = set()  # running jobs with a distribution (re-conditioned as they age)
         self._starts = 0
         # did a backfilled job really delay the head? (the paper's event A, with actual end times):
         # per backfill, the start rank it was given, the cores the head lacked, its size, the job,
@@ -79,6 +88,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
     def on_job_completed(self, job, ctx: Context) -> None:
         super().on_job_completed(job, ctx)
         self._terminations.discard(job)
+        self._conditioned.discard(job)
         row = self._proba.pop(job, None)
         if job.final_state not in LEARNED_STATES or job.start_time < 0:
             return
@@ -93,29 +103,33 @@ class ProbabilisticBackfilling(EasyBackfilling):
         super().start(ctx, job, placement)
         self._starts += 1
         job.info["start_order"] = self._starts
-        self._terminations.add(job, job.start_time, self._upper(job), *self._bins_of(job)[:3])
+        bins = self._bins_of(job)
+        self._terminations.add(job, job.start_time, self._upper(job), *bins[:3])
+        if bins[3] is not None:
+            self._conditioned.add(job)
 
     # -------------------------------------------------------------- schedule
     def schedule(self, ctx: Context) -> None:
         """EASY's pass (``EasyBackfilling.schedule``), except that a full pass offers every queued
         job that fits in the free cores: EASY's narrower reading of the queue (only jobs that
         end before the head's reservation, ``_sizes_that_may_fit``) is not our condition, a job
-        that may overlap the reservation is backfilled when the risk is low. With
-        ``rescan=always`` every pass is a full pass (re-conditioning changes risks as time passes)."""
+        that may overlap the reservation is backfilled when the risk is low."""
         if self._checks[0] and self._ended:
             self._resolve_checks()
         # the head's reservation is re-planned when EASY would (a job ended, or the plan changed)
-        replan = self._begin_pass(ctx)
-        if not (replan or self.rescan == "always"):
-            self._backfill(ctx, self._new_arrivals())
+        if not self._reads_whole_queue(self._begin_pass(ctx)):
+            self._backfill(ctx, self._new_arrivals(ctx.now))
         elif self.queue and self.profile.available_now() >= self.queue.smallest_request():
             self._backfill(ctx, self.queue.ordered(ctx.now))
             self._ensure_priority(ctx)
         self.end_pass(ctx)
 
-    def _backfill_queue(self, ctx: Context) -> None:
-        """The condition is a risk, not EASY's fit: the queue is read in order."""
-        self._backfill(ctx, self.queue.iter_ordered(ctx.now, sizes=self._sizes_that_may_fit()))
+    def _reads_whole_queue(self, full_pass: bool) -> bool:
+        """EASY's reading, and with ``rescan=always`` the whole queue while a running job's
+        distribution is re-conditioned as it ages (its risks change as time passes; point
+        masses do not, and neither do the candidates' own distributions: a job refused
+        earlier is refused again until something EASY watches for happens)."""
+        return super()._reads_whole_queue(full_pass) or (self.rescan == "always" and bool(self._conditioned))
 
     def _upper(self, job) -> float:
         """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
@@ -128,6 +142,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         if not todo or head is None:
             return
         outlook = safe_until = batch = None
+        pinned = self.reservations == "cores"  # the head's reservation holds specific cores
         for i, job in enumerate(todo):
             if job.res > available:
                 continue
@@ -145,16 +160,28 @@ class ProbabilisticBackfilling(EasyBackfilling):
                     batch = dict(zip(rest, self._batch_risks(outlook, rest, now)))
                 risk = batch[job]
             accepted = risk < self.tau or risk == 0.0
+            used = None
+            if pinned and accepted:
+                # EASY's fit (the head's reservation in the profile) takes none of the head's
+                # cores it would overlap; otherwise the job needs some of them
+                used = profile.fits_now(job, self.span(job))
+                if used is None:
+                    risk = max(risk, self._overrun_risk(job, now, profile.placed[head].start))
+                    accepted = risk < self.tau or risk == 0.0
             self.stats["condition_time"] += time.perf_counter() - t0
             self.stats["evaluations"] += 1
             if not accepted:
                 self.stats["refused"] += 1
                 continue
-            # the head's reservation is EASY's bookkeeping, not our condition: re-made after the pass
+            # the head's reservation is EASY's bookkeeping, not our condition: re-made after the
+            # pass (in ``cores`` at once, for the next candidates' pinned cores)
             profile.remove_if_present(head)
-            used = profile.fits_now(job, self.span(job))
+            if used is None:
+                used = profile.fits_now(job, self.span(job))
             placement = profile.place(job, now, now + self.span(job), used)
             self.start(ctx, job, placement)
+            if pinned:  # the head's pinned cores for the next candidates (it cannot start: cores were only taken)
+                self._ensure_priority(ctx)
             self.stats["backfilled"] += 1
             self.stats["risk_sum"] += risk
             for column, value in zip(self._checks, (self._starts, head.res - available, job.res, job, 0)):
@@ -164,6 +191,12 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._ensure_priority(ctx)
 
     # ------------------------------------------------------------ the model
+    def _overrun_risk(self, job, now: float, until: float) -> float:
+        """P(``job``, started at ``now``, still runs at ``until``): the chance that it holds a core
+        of the head's reservation (``cores`` model) past the reservation's start."""
+        masses, ends = self._bins_of(job)[:2]
+        return float(masses[now + ends > until].sum())
+
     def _bins_of(self, job):
         """``(masses, ends, lower edges, full conditioned row or None)`` of the job's positive
         runtime bins, conditioned on its walltime (ends relative to its start, the last one
