@@ -407,8 +407,8 @@ def main(argv=None) -> int:
     """Run one command; ``argv`` None: the program's own (then an interrupted run ends the process
     as soon as its line is printed, instead of seconds of interpreter teardown)."""
     # SIGTERM (a batch system's stop, `timeout`) ends every command like Ctrl-C: one line, what was
-    # kept, exit 143 (130 for Ctrl-C), at any moment of the run
-    restore = interrupts.sigterm_raises()
+    # kept, exit 143 (130 for Ctrl-C), at any moment of the run; the same signal again is ignored
+    restore = interrupts.signals_raise_once()
     interrupted = False
     try:
         code = _run_command(argv)
@@ -418,18 +418,28 @@ def main(argv=None) -> int:
         if not _stdout_closed():
             raise
         code = _quiet_end_of_pipe()
+    except Exception as exc:  # an error that an interrupt caused (an interrupted import) is that interrupt
+        stop = interrupts.interrupt_behind(exc)
+        if stop is None:
+            raise
+        code, interrupted = interrupts.report(stop), True
     finally:
         restore()
     return interrupts.finish(code, at_once=interrupted and argv is None)
 
 
+NOTHING_STARTED = "stopped before the command started; run the same command again"
+
+
 def _run_command(argv) -> int:
-    parser = build_parser()
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
     except SystemExit:
         sys.stdout.flush()  # --help into a closed pipe: told here, not at exit
         raise
+    except KeyboardInterrupt as exc:
+        raise interrupts.note_kept(exc, NOTHING_STARTED) from None
     if getattr(args, "tau", "unset") is None:
         args.tau = [10.0, 60.0]
     try:

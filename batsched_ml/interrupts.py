@@ -1,7 +1,8 @@
 """Ctrl-C and SIGTERM for every command: stop at once, keep what finished, say so on one line.
 
-* :func:`sigterm_raises` turns SIGTERM (a batch system's stop, ``timeout``) into
-  :class:`Terminated`, a ``KeyboardInterrupt``: one code path ends a run either way.
+* :func:`signals_raise_once` turns SIGTERM (a batch system's stop, ``timeout``) into
+  :class:`Terminated`, a ``KeyboardInterrupt``: one code path ends a run either way; a repeated
+  signal during the stop is ignored.
 * :func:`note_kept` lets the code that was interrupted attach what it kept (a campaign's
   stored tasks, learn-policy's scored tuples), and :func:`report` prints the one line and
   returns the exit code (130 for Ctrl-C, 143 for SIGTERM, the shells' 128 + signal).
@@ -21,13 +22,17 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable, TypeVar
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
 
-__all__ = ["Terminated", "abandoned", "exit_code", "finish", "note_kept", "report", "sigterm_raises",
+__all__ = ["Terminated", "abandoned", "exit_code", "finish", "interrupt_behind", "keeping", "note_kept",
+           "report", "signals_raise_once",
            "start_shielded", "what_stopped"]
 
 SIGINT_EXIT = 128 + signal.SIGINT    # 130
 SIGTERM_EXIT = 128 + signal.SIGTERM  # 143
+REPEAT_GRACE = 2.0  # seconds during which a repeated signal is the same stop (signals_raise_once)
 _POLL = 0.05  # seconds between checks of a shielded start-up: what an interrupt waits at most
 
 T = TypeVar("T")
@@ -37,17 +42,43 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a timeout, a batch system): ended like Ctrl-C, outputs kept."""
 
 
-def sigterm_raises() -> Callable[[], None]:
-    """Make SIGTERM raise :class:`Terminated` from now on; returns a function restoring the
-    previous handler (a no-op outside the main thread, where signals are not ours to set)."""
-    def on_term(signum, frame):
-        raise Terminated()
+def signals_raise_once() -> Callable[[], None]:
+    """Make SIGINT raise ``KeyboardInterrupt`` and SIGTERM :class:`Terminated` from now on, once
+    per stop: a signal within ``REPEAT_GRACE`` s of the previous one is the same stop again
+    (``timeout`` signals its command, then the command's whole process group; a user presses
+    Ctrl-C twice) and is ignored, so the run's way out -- storing what it kept, printing its
+    line -- is not cut short by a second exception. Returns a function restoring the previous
+    handlers (a no-op outside the main thread, where signals are not ours to set)."""
+    last_stop: list[float] = []
+
+    def on_signal(signum, frame):
+        now = time.monotonic()
+        if last_stop and now - last_stop[-1] < REPEAT_GRACE:
+            return
+        last_stop.append(now)
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     try:
-        previous = signal.signal(signal.SIGTERM, on_term)
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread (tests, embedding)
         return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return restore
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM that ``exc`` stands for, if any: an extension module whose import
+    is interrupted reports ``ImportError: initialization failed`` caused by the interrupt."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def exit_code(exc: BaseException) -> int:
@@ -63,6 +94,23 @@ def note_kept(exc: BaseException, text: str) -> BaseException:
     """Attach what the interrupted work kept (``"3 of 10 tasks stored in ..."``); returns ``exc``."""
     exc.kept = text
     return exc
+
+
+@contextmanager
+def keeping(text: str) -> Iterator[None]:
+    """Around a command: an interrupt (or an error it caused, see :func:`interrupt_behind`) that
+    leaves without a note of what was kept gets ``text``, and is raised as the interrupt."""
+    try:
+        yield
+    except BaseException as exc:  # noqa: BLE001 - re-raised unless an interrupt stands behind it
+        stop = interrupt_behind(exc)
+        if stop is None:
+            raise
+        if getattr(stop, "kept", None) is None:
+            note_kept(stop, text)
+        if stop is exc:
+            raise
+        raise stop from None
 
 
 def report(exc: BaseException, command: str = "batsched-ml", stream=None) -> int:
@@ -133,7 +181,10 @@ def _start_resource_tracker() -> None:
 
 
 def _kill_children() -> None:
-    """SIGKILL the processes this process started with multiprocessing (half-started workers)."""
+    """SIGKILL every child process of this process (half-started workers): the ones
+    multiprocessing knows, and on Linux also those it does not list yet -- a process it is
+    spawning appears in ``active_children()`` only once its start-up data is written, and a child
+    left without that data prints an ``EOFError`` traceback when this process ends."""
     import multiprocessing
 
     for child in multiprocessing.active_children():
@@ -141,6 +192,37 @@ def _kill_children() -> None:
             child.kill()
         except (OSError, ValueError, AttributeError):
             pass
+    for pid in _os_children():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _os_children() -> list[int]:
+    """The pids of this process's children, from ``/proc`` (empty where there is none), except
+    multiprocessing's resource tracker: it must outlive this process to free what the killed
+    children left (named semaphores)."""
+    pids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{os.getpid()}/task")
+    except OSError:
+        return pids
+    for task in tasks:
+        try:
+            with open(f"/proc/{os.getpid()}/task/{task}/children") as listing:
+                pids.extend(int(pid) for pid in listing.read().split())
+        except (OSError, ValueError):
+            continue
+    return [pid for pid in pids if b"resource_tracker" not in _command_line(pid)]
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
 
 
 def abandoned() -> bool:
@@ -154,6 +236,8 @@ def finish(code: int, at_once: bool = False) -> int:
     for it (10 s), and the interpreter's own teardown of numpy, numba, scipy and Dask takes
     seconds on a loaded machine -- too long after a Ctrl-C. Call it last, every file written."""
     if at_once or _abandoned.is_set():
+        if _abandoned.is_set():  # the abandoned start-up may have spawned more since the interrupt
+            _kill_children()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

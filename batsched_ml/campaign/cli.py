@@ -7,15 +7,11 @@ from pathlib import Path
 
 
 def cmd_run(args) -> int:
-    from ..interrupts import note_kept
+    from ..interrupts import keeping
 
-    try:
+    with keeping("every task finished so far is kept in the results directory's cache; "
+                 "run the same command again to resume"):  # stopped before the tasks were known
         return _run(args)
-    except KeyboardInterrupt as exc:  # before the tasks were known, or a second Ctrl-C while storing
-        if getattr(exc, "kept", None) is None:
-            note_kept(exc, "every task finished so far is kept in the results directory's cache; "
-                           "run the same command again to resume")
-        raise
 
 
 def _run(args) -> int:

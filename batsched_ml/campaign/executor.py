@@ -92,6 +92,7 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
     ``workers`` single-threaded worker processes (default: one per core), closed on exit."""
     from distributed import Client, LocalCluster
 
+    _quiet_interrupted_sync()
     if scheduler_address:
         try:
             client = Client(scheduler_address, timeout=CONNECT_TIMEOUT)
@@ -130,6 +131,29 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
         cluster.close()
         for pid in pids:  # the workers are gone: what a killed task left in its scratch goes too
             shutil.rmtree(scratch_path(pid), ignore_errors=True)
+
+
+class _InterruptedSyncFilter(logging.Filter):
+    """Drops the one error that distributed (2026.8) logs when a Ctrl-C lands in ``utils.sync``
+    before its future exists: the cancel callback then reads the unassigned ``future`` and
+    raises ``NameError`` in the event loop, which tornado prints as a traceback under our
+    one-line interrupt message. Nothing was lost: the interrupted call is abandoned anyway."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, NameError) and "'future'" in str(error):
+            frames = traceback.extract_tb(error.__traceback__)
+            return not (frames and frames[-1].name == "cancel" and frames[-1].filename.endswith("utils.py"))
+        return True
+
+
+_INTERRUPTED_SYNC_FILTER = _InterruptedSyncFilter()
+
+
+def _quiet_interrupted_sync() -> None:
+    logger = logging.getLogger("tornado.application")
+    if _INTERRUPTED_SYNC_FILTER not in logger.filters:
+        logger.addFilter(_INTERRUPTED_SYNC_FILTER)
 
 
 def _worker_pids(cluster) -> list[int]:

@@ -21,14 +21,10 @@ def cmd_generate(args) -> int:
 
 
 def cmd_learn_policy(args) -> int:
-    from ..interrupts import note_kept
+    from ..interrupts import keeping
 
-    try:
+    with keeping("nothing new was scored; run the same command again to resume"):  # (imports, reading the trace)
         return _learn_policy(args)
-    except KeyboardInterrupt as exc:  # before scoring started (imports, reading the trace)
-        if getattr(exc, "kept", None) is None:
-            note_kept(exc, "nothing new was scored; run the same command again to resume")
-        raise
 
 
 def _learn_policy(args) -> int:
