@@ -17,7 +17,6 @@ from pathlib import Path
 
 __all__ = ["COLUMNS", "FLAT_FROM_METRICS", "metric_names", "metric_value", "read_results", "write_results"]
 
-ID_COLUMNS = ("trace", "window", "config", "seed")
 # flat column <- key of compute_metrics' dict (the rest are computed by the task)
 FLAT_FROM_METRICS = {
     "jobs": "jobs", "avebsld10": "avebsld_tau10", "avebsld60": "avebsld_tau60", "mean_wait": "mean_wait",
