@@ -54,7 +54,7 @@ from benchdata import add_data_arguments, campaign_file, reports_missing_data  #
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
-from batsched_ml.campaign.executor import map_tasks  # noqa: E402
+from batsched_ml.executor import map_tasks  # noqa: E402
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.compose import build_scheduler  # noqa: E402
 from batsched_ml.plugins import load  # noqa: E402

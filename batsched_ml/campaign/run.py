@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..progress import TaskProgress
 from .cache import ResultCache, config_cost_key
-from .executor import TaskFailure, iter_tasks
+from ..executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
 from .results import read_results, write_results
 from .spec import Campaign
@@ -154,7 +154,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
         costs = cache.costs()
         todo.sort(key=lambda t: -estimated_cost(t, costs))  # longest first: the last tasks to finish are short
         outcome.cached = sum(t.key in done for t in tasks)
-        from .executor import default_workers
+        from ..executor import default_workers
 
         if todo:
             where = scheduler_address or ("this process" if workers == 0 else
