@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
-from .results import metric_value, read_results
-from .spec import CampaignError, _paper, config_argv
+from .aggregates import aggregate_table
+from .results import RAN, fmt, metric_value, read_results
+from .expand import expand, read_campaign_file
+from .spec import CampaignError, _paper, config_argv, table_specs
 from .tasks import run_name, safe_name
 
 __all__ = ["class_split", "completeness", "config_colors", "paper_table", "reduction", "run_report", "summarise",
            "trace_table", "write_report"]
 
-RAN = ("ok", "unfinished")  # statuses of runs that have metrics (unfinished: some jobs never started)
 
 LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
                             "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed")
@@ -47,43 +47,31 @@ def _lower_is_better(metric: str) -> bool:
     return metric.startswith(LOWER_IS_BETTER_PREFIXES)
 
 
-def fmt(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
 def _pct(v) -> str:
     return "-" if v is None else f"{v:+.1f}%".replace("+-", "-")
 
 
 def _settings(results_dir: Path) -> dict:
-    """Baseline, metrics, configs' flags and paper references from the copied campaign file."""
+    """Baseline, metrics, configs' flags, paper references and tables from the campaign as run
+    (``campaign.toml``, written expanded by ``campaign run``)."""
     from .spec import DEFAULT_METRICS
 
     path = results_dir / "campaign.toml"
-    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    head = data.get("campaign", {})
-    configs = data.get("configs", {})
-    traces = data.get("traces", {})
     try:
+        data = expand(read_campaign_file(path)) if path.is_file() else {}
+        head = data.get("campaign", {})
+        configs = data.get("configs", {})
+        traces = data.get("traces", {})
         argv = {n: config_argv(t, f"[configs.{n}]") for n, t in configs.items()}
         paper = _paper(data.get("paper", []), traces, configs)
+        tables = table_specs(data.get("tables", []), {n: t.get("axes") for n, t in configs.items()})
     except CampaignError as exc:
         raise CampaignError(f"{path}: {exc}") from None
     return {"name": head.get("name", results_dir.name), "description": head.get("description", ""),
             "baseline": head.get("baseline", next(iter(configs), None)),
             "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper,
-            "traces": list(traces), "configs": list(configs), "seeds": head.get("seeds", [0])}
+            "traces": list(traces), "configs": list(configs), "seeds": head.get("seeds", [0]), "tables": tables,
+            "axes": {n: dict(t.get("axes") or {}) for n, t in configs.items()}}
 
 
 def _mean(values):
@@ -429,6 +417,10 @@ def write_report(results_dir, report_dir, log=None) -> Path:
             for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
                 lines += [f"![{trace}: {caption}]({name})", ""]
         lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir, figures=not no_figures)
+    if s["tables"]:
+        lines += ["## Tables", ""]
+        for spec in s["tables"]:
+            lines += aggregate_table(spec, rows, traces, configs, s["axes"], s["paper"])
     lines += paper_table([p for p in s["paper"] if p.trace in traces], summary, baseline)
     lines += ["## Configurations", "", "| config | `batsched-ml simulate` flags |", "|---|---|"]
     for name, argv in s["argv"].items():
