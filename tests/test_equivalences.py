@@ -11,7 +11,7 @@ walltime-less jobs, two workloads; every policy, backfill order, starvation thre
 * ``serve`` driven over ZeroMQ gives the in-process run.
 
 "Run" is the jobs file and, in-process, every protocol message. A few examples each in CI;
-``benchmarks/property_campaign.py --equivalences`` draws thousands.
+``tests/test_slow_property_campaign.py`` (``-m slow``) draws thousands.
 """
 
 from __future__ import annotations
