@@ -1,4 +1,4 @@
-"""Markdown report of a campaign's results directory, with its PNG figures.
+"""Markdown report of a campaign's results directory, with its PNG figures (``figures``).
 
 Per trace: each config's metrics (means over windows and seeds) and their reduction vs the
 baseline (:func:`trace_table`), which runs are missing, failed or timed out (never a row of
@@ -19,10 +19,11 @@ from pathlib import Path
 from .aggregates import aggregate_table
 from .results import RAN, fmt, metric_value, read_results
 from .expand import expand, read_campaign_file
+from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, trace_figures
 from .spec import CampaignError, _paper, config_argv, table_specs
-from .tasks import run_name, safe_name
+from .tasks import safe_name
 
-__all__ = ["class_split", "completeness", "config_colors", "paper_table", "reduction", "run_report", "summarise",
+__all__ = ["class_split", "completeness", "paper_table", "reduction", "run_report", "summarise",
            "trace_table", "write_report"]
 
 
@@ -100,17 +101,6 @@ def run_report(results_dir: Path, row: dict) -> dict | None:
         return json.loads((Path(results_dir) / report).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def config_colors(configs) -> dict:
-    """One colour per config, by its place in the campaign file: the same in every trace's figures."""
-    configs = list(configs)
-    if len(configs) <= 10:
-        return {c: f"C{i}" for i, c in enumerate(configs)}
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab20"]
-    return {c: cmap(i % 20) for i, c in enumerate(configs)}
 
 
 # ------------------------------------------------------------------ which runs are there
@@ -217,57 +207,7 @@ def paper_table(paper, summary: dict, baseline: str) -> list[str]:
     return lines + [""]
 
 
-# ------------------------------------------------------------------ figures
-
-
-def _first_run(ran: list[dict]) -> tuple[int, int]:
-    """(window, seed) of the run each config's curves are drawn from."""
-    return min(r["window"] for r in ran), min(r["seed"] for r in ran)
-
-
-def _jobs_csv(results_dir: Path, trace, window, config, seed) -> Path:
-    return results_dir / "runs" / f"{run_name(trace, window, config, seed)}_jobs.csv.gz"
-
-
-def _figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict) -> list[tuple[str, str]]:
-    """Write this trace's figures; ``[(caption, file name)]``."""
-    from ..analysis.plots import plot_bars, plot_runs, plot_spread
-
-    out = []
-    ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
-    if not ran:
-        return out
-    window, seed = _first_run(ran)
-    runs = []
-    for config in configs:
-        r = next((r for r in ran if r["config"] == config and r["window"] == window and r["seed"] == seed), None)
-        path = _jobs_csv(results_dir, trace, window, config, seed)
-        if r is not None and path.is_file():
-            runs.append((config, path))
-    slug = safe_name(trace)
-    windows, seeds = len({r["window"] for r in ran}), len({r["seed"] for r in ran})
-    which = "" if windows == 1 and seeds == 1 else f" (window {window}, seed {seed})"
-    if runs:
-        for kind, caption in (("cumbsld", "cumulative bounded slowdown (tau = 60 s) over time"),
-                              ("wait-ecdf", "waiting-time distribution")):
-            name = f"{slug}-{kind}.png"
-            plot_runs([p for _, p in runs], folder / name, kind=kind, labels=[c for c, _ in runs],
-                      title=f"{trace}: {caption}{which}", colors=[colors[c] for c, _ in runs])
-            out.append((f"{caption}{which}", name))
-    values = {c: [v for r in ran if r["config"] == c and (v := metric_value(r, metric)) is not None] for c in configs}
-    values = {c: vs for c, vs in values.items() if vs}
-    if values:
-        if any(len(v) > 1 for v in values.values()):
-            across = "windows and seeds" if windows > 1 and seeds > 1 else "windows" if windows > 1 else "seeds"
-            caption = f"{metric} of every run across {across} (dots; bar: mean)"
-            name = f"{slug}-spread.png"
-            plot_spread(values, folder / name, metric, f"{trace}: {caption}", colors)
-        else:
-            caption = f"{metric} per configuration"
-            name = f"{slug}-bars.png"
-            plot_bars({c: v[0] for c, v in values.items()}, folder / name, metric, f"{trace}: {caption}", colors)
-        out.append((caption, name))
-    return out
+# ------------------------------------------------------------------ small and large jobs
 
 
 def _dividers(report) -> tuple[float, list[int], list[float | None]] | None:
@@ -299,7 +239,7 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
     if not ran:
         return None
-    window, seed = _first_run(ran)
+    window, seed = first_run(ran)
     first = {r["config"]: r for r in ran if r["window"] == window and r["seed"] == seed}
     reports = {c: run_report(results_dir, first[c]) for c in configs if c in first}
     ref = next((c for c in configs if c in first and _dividers(reports[c])), None)
@@ -308,7 +248,7 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     period, weeks, dividers = _dividers(reports[ref])
     out = {}
     for config in configs:
-        path = _jobs_csv(results_dir, trace, window, config, seed)
+        path = jobs_csv_path(results_dir, trace, window, config, seed)
         if config not in first or not path.is_file():
             continue
         records = merge_attempts(read_jobs_csv(path))
@@ -353,17 +293,6 @@ def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Pa
     return lines + [f"![{trace}: small and large jobs]({name})", ""]
 
 
-def _matplotlib_missing() -> str | None:
-    """None when figures can be drawn, else the one line saying how to get them."""
-    from ..analysis.plots import PlotError, _pyplot
-
-    try:
-        _pyplot()
-    except PlotError as exc:
-        return str(exc)
-    return None
-
-
 def _last_run(results_dir: Path) -> list[str]:
     log = results_dir / "runs.log"
     if not log.is_file():
@@ -389,7 +318,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
     configs = list(dict.fromkeys([*s["configs"], *(r["config"] for r in rows)]))
     counts = completeness(rows, traces, configs, s["seeds"])
     missing = sum(c["missing"] for c in counts.values())
-    no_figures = _matplotlib_missing()
+    no_figures = matplotlib_missing()
     if no_figures and log is not None:
         log(f"batsched-ml: note: the report has no figures: {no_figures}")
     colors = config_colors(configs) if not no_figures else {}
@@ -414,7 +343,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
         lines += trace_table(summary, trace, configs, metrics, baseline, counts)
         lines += _gaps_note(trace, configs, counts)
         if not no_figures:
-            for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
+            for caption, name in trace_figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
                 lines += [f"![{trace}: {caption}]({name})", ""]
         lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir, figures=not no_figures)
     if s["tables"]:
