@@ -6,6 +6,7 @@ from __future__ import annotations
 from .core.machine import MachineError
 from .core.scheduler import SchedulingError
 from .plugins import PluginError
+from .protocol.codec import ProtocolError
 from .simulator.engine import SimulationError
 from .workloads import PlatformError, SwfFormatError, WorkloadError
 
@@ -15,13 +16,5 @@ class PlotError(RuntimeError):
     so that reading this list does not import numpy (``serve`` starts without it)."""
 
 
-def _protocol_error():
-    try:
-        from .protocol.codec import ProtocolError
-    except ImportError:  # pragma: no cover - codec always present in a full install
-        return ()
-    return (ProtocolError,)
-
-
 USER_ERRORS = (WorkloadError, SwfFormatError, PlatformError, PluginError, SimulationError, SchedulingError,
-               MachineError, PlotError, OSError, ValueError, *_protocol_error())
+               MachineError, PlotError, OSError, ValueError, ProtocolError)

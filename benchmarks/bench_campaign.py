@@ -44,8 +44,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from batsched_ml.campaign import executor  # noqa: E402
-from batsched_ml.campaign.executor import dask_client, map_tasks  # noqa: E402
+from batsched_ml import executor  # noqa: E402
+from batsched_ml.executor import dask_client, map_tasks  # noqa: E402
 from batsched_ml.campaign.run import build_tasks  # noqa: E402
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.campaign.tasks import run_task  # noqa: E402

@@ -32,7 +32,7 @@ from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
 TARGETS = {"KTH-SP2": 30.0, "SDSC-BLUE": 300.0}
-CAMPAIGN = ROOT / "experiments" / "zrigui2022.toml"  # replaced by a copy pointing into --traces-dir
+CAMPAIGN = ROOT / "experiments" / "zrigui2022.toml"
 
 
 def load_trace(name: str) -> dict:
@@ -70,14 +70,13 @@ def bench(tag: str, classifier: str, options: dict, outdir: Path) -> dict:
 
 @reports_missing_data
 def main(argv=None) -> int:
-    global CAMPAIGN
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--blue", action="store_true", help="also SDSC-BLUE (about 250k jobs)")
-    add_data_arguments(ap, default=None)
+    add_data_arguments(ap)
     ap.add_argument("--classifier", default="random-forest")
     ap.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
-    CAMPAIGN = campaign_file(CAMPAIGN, args.traces_dir)
+    campaign_file(CAMPAIGN, args.traces_dir)  # its traces checked, their directory used from now on
     options = dict(parse_option(item) for item in args.option)
     outdir = Path(tempfile.mkdtemp(prefix="bench-classification-"))
     for tag in ["KTH-SP2"] + (["SDSC-BLUE"] if args.blue else []):

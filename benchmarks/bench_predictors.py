@@ -46,7 +46,7 @@ def time_config(workload: dict, config: str, repeat: int, timing: str = "immedia
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trace", default="KTH-SP2", help="a trace of experiments/gaussier2015.toml")
-    add_data_arguments(ap, default=None)
+    add_data_arguments(ap)
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args(argv)

@@ -3,17 +3,19 @@
 Usage::
 
     python benchmarks/bench_probabilistic_rounds.py [--before REF] [--rounds N] [--config prob-hmm]
-        [--trace KTH] [--max-jobs N] [--traces-dir DIR]
+        [--trace KTH-SP2] [--max-jobs N] [--traces-dir DIR]
 
 Each round runs, one process at a time: plain EASY, ``--config`` at git ``REF`` (default: the
 merge base with main; extracted with ``git archive`` to a temporary directory) and ``--config``
-at this checkout. Every run is a fresh process (the one-time imports count, as in a real run) and
-reports the CPU time of ``runner.simulate`` (``probabilistic_experiment.run_one``). On a shared
+at this checkout. The configurations and traces are those of ``experiments/nissimov2008.toml``
+(this checkout's, handed to both sides as ``runner.build_scheduler`` settings). Every run is a
+fresh process (the one-time imports count, as in a real run) and reports the CPU time of
+``runner.simulate``. On a shared
 machine single timings vary a lot, so the ratios are taken within a round and their median is
 printed; the jobs CSVs of the two ``--config`` runs must be byte-identical (a speed change must
 not change the schedule). ``--before none`` only times EASY and this checkout.
 
-Needs: the trace from the Parallel Workloads Archive (``probabilistic_experiment.TRACES``) in
+Needs: the trace from the Parallel Workloads Archive (its file named in the campaign) in
 ../shared/traces or ``--traces-dir DIR``.
 """
 
@@ -26,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,23 +36,45 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from benchdata import SHARED  # noqa: E402
 
-# runs in a fresh interpreter: ``ROOT CONFIG TRACE MAX_JOBS OUT TRACES_DIR`` -> JSON on stdout
+CAMPAIGN = ROOT / "experiments" / "nissimov2008.toml"
+
+# runs in a fresh interpreter: ``ROOT SETTINGS_JSON SWF NODES MAX_JOBS PREFIX`` -> JSON on stdout
 CHILD = """
-import json, sys
-root, config, trace, max_jobs, out, traces = sys.argv[1:]
-sys.path[:0] = [root, root + "/benchmarks"]
+import json, sys, time
+from pathlib import Path
+root, settings, swf, nodes, max_jobs, prefix = sys.argv[1:]
+sys.path[:0] = [root]
 import batsched_ml
 assert batsched_ml.__file__.startswith(root), batsched_ml.__file__
-from probabilistic_experiment import run_one
-res = run_one(trace, config, int(max_jobs) or None, out, traces)
-print(json.dumps({"cpu_s": res["cpu_s"], "mean_wait_min": res["mean_wait_min"]}))
+from batsched_ml import runner
+from batsched_ml.workloads import read_swf, swf_to_workload
+workload, _ = swf_to_workload(read_swf(Path(swf)), max_jobs=int(max_jobs) or None, nodes=int(nodes) or None)
+scheduler = runner.build_scheduler(**json.loads(settings))
+t0 = time.process_time()
+runner.simulate(workload["nb_res"], workload, scheduler, prefix=prefix)
+print(json.dumps({"cpu_s": time.process_time() - t0}))
 """
+
+
+def campaign_settings(config: str, trace: str) -> tuple[dict, dict]:
+    """``(runner.build_scheduler settings of the config, the trace's table)`` from the campaign file."""
+    data = tomllib.loads(CAMPAIGN.read_text(encoding="utf-8"))
+    configs, traces = data["configs"], data["traces"]
+    if config not in configs or trace not in traces:
+        raise SystemExit(f"bench_probabilistic_rounds: error: {CAMPAIGN.name} has configs {', '.join(configs)} "
+                         f"and traces {', '.join(traces)}")
+    settings = {k: v for k, v in configs[config].items() if k != "options"}
+    settings.update(configs[config].get("options", {}))
+    return settings, traces[trace]
 
 
 def run(root: Path, config: str, args, out: Path) -> float:
     out.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-c", CHILD, str(root), config, args.trace, str(args.max_jobs or 0),
-                           str(out), str(args.traces_dir)], check=True, capture_output=True, text=True)
+    settings, trace = campaign_settings(config, args.trace)
+    done = subprocess.run([sys.executable, "-c", CHILD, str(root), json.dumps(settings),
+                           str(args.traces_dir / trace["swf"]), str(trace.get("nodes", 0)),
+                           str(args.max_jobs or 0), str(out / f"{args.trace}.{config}")],
+                          check=True, capture_output=True, text=True)
     return json.loads(done.stdout.splitlines()[-1])["cpu_s"]
 
 
@@ -65,7 +90,7 @@ def main(argv=None) -> int:
                                                    "with main); 'none': time EASY and this checkout only")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--config", default="prob-hmm")
-    ap.add_argument("--trace", default="KTH")
+    ap.add_argument("--trace", default="KTH-SP2", help="a trace of nissimov2008.toml")
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--traces-dir", type=Path, default=SHARED / "traces")
     args = ap.parse_args(argv)
@@ -78,7 +103,7 @@ def main(argv=None) -> int:
             before = checkout(ref, Path(tempfile.mkdtemp(dir=tmp)))
         rows = []
         for i in range(args.rounds):
-            easy = run(ROOT, "EASY", args, tmp / "easy")
+            easy = run(ROOT, "easy", args, tmp / "easy")
             old = run(before, args.config, args, tmp / "before") if before else None
             new = run(ROOT, args.config, args, tmp / "after")
             rows.append((easy, old, new))

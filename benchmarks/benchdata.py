@@ -11,14 +11,9 @@ next to the checkout.
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
-import shutil
-import re
 import sys
-import tempfile
-import tomllib
 from pathlib import Path
 
 SHARED = Path(os.environ.get("BATSCHED_ML_SHARED", Path(__file__).resolve().parents[2] / "shared"))
@@ -44,10 +39,10 @@ class MissingData(Exception):
     """An input file is absent: the message says which, and where to get it."""
 
 
-def add_data_arguments(parser, traces: bool = True, golden: bool = False, default="shared") -> None:
-    """``--traces-dir`` (``default=None``: where the campaign file points) and ``--golden``."""
+def add_data_arguments(parser, traces: bool = True, golden: bool = False) -> None:
+    """``--traces-dir`` and ``--golden``."""
     if traces:
-        parser.add_argument("--traces-dir", type=Path, default=SHARED / "traces" if default else None,
+        parser.add_argument("--traces-dir", type=Path, default=SHARED / "traces",
                             metavar="DIR", help="directory of the PWA .swf.gz files (default: %(default)s)")
     if golden:
         parser.add_argument("--golden", type=Path, default=SHARED / "golden", metavar="DIR",
@@ -64,33 +59,23 @@ def pwa_url(file: str) -> str:
 
 def campaign_file(campaign: Path, traces_dir: Path | None = None) -> Path:
     """The campaign file to load, its SWF traces checked first (a missing one is named with its
-    PWA address); with ``traces_dir``, a temporary copy whose ``swf`` paths point there."""
+    PWA address). The traces directory (``traces_dir``, default ``SHARED/traces``) goes into the
+    campaigns' own variable, ``BATSCHED_ML_TRACES``, for every later load (worker processes too)."""
+    from batsched_ml.campaign.spec import TRACES_ENV, load_campaign
+
     campaign = Path(campaign)
-    text = campaign.read_text(encoding="utf-8")
-    traces = tomllib.loads(text).get("traces", {})
-    swfs = [t["swf"] for t in traces.values() if isinstance(t, dict) and "swf" in t]
-
-    def located(swf: str) -> Path:
-        if traces_dir is not None:
-            return Path(traces_dir) / Path(swf).name
-        path = Path(os.path.expanduser(os.path.expandvars(swf)))
-        return path if path.is_absolute() else campaign.resolve().parent / path
-
-    for swf in swfs:
-        path = located(swf)
-        if not path.is_file():
-            raise MissingData(f"needs {path.name} from the Parallel Workloads Archive ({pwa_url(path.name)}) in "
-                              f"{path.parent} (or pass --traces-dir DIR); {campaign.name} reads "
-                              f"{', '.join(Path(s).name for s in swfs)}")
-    if traces_dir is None:
-        return campaign
-    tmp = tempfile.mkdtemp(prefix="campaign-")
-    atexit.register(shutil.rmtree, tmp, True)
-    copy = Path(tmp) / campaign.name
-    copy.write_text(re.sub(r'(?m)^(\s*swf\s*=\s*")([^"]+)"',
-                           lambda m: f'{m.group(1)}{located(m.group(2)).resolve().as_posix()}"', text),
-                    encoding="utf-8")
-    return copy
+    traces_dir = Path(traces_dir or SHARED / "traces")
+    if traces_dir.is_dir():
+        os.environ[TRACES_ENV] = str(traces_dir)
+    else:
+        os.environ.pop(TRACES_ENV, None)
+    traces = load_campaign(campaign).traces.values()
+    missing = [t.path.name for t in traces if t.missing]
+    if missing:
+        raise MissingData(f"needs {missing[0]} from the Parallel Workloads Archive ({pwa_url(missing[0])}) in "
+                          f"{traces_dir} (or pass --traces-dir DIR); {campaign.name} reads "
+                          f"{', '.join(t.path.name for t in traces if t.source == 'swf')}")
+    return campaign
 
 
 def trace_path(name_or_path, traces_dir: Path | None = None) -> Path:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -54,7 +53,7 @@ from benchdata import add_data_arguments, campaign_file, reports_missing_data  #
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
-from batsched_ml.campaign.executor import map_tasks  # noqa: E402
+from batsched_ml.executor import map_tasks  # noqa: E402
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
 from batsched_ml.compose import build_scheduler  # noqa: E402
 from batsched_ml.plugins import load  # noqa: E402
@@ -64,18 +63,16 @@ from batsched_ml.predictors.corrections import RequestedCorrection  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 
 CAMPAIGN = ROOT / "experiments" / "gaussier2015.toml"
-# set by --traces-dir: the campaign copy whose traces point there (in the environment, so that
-# the campaign executor's worker processes read the same one)
-CAMPAIGN_ENV = "BATSCHED_ML_BENCH_CAMPAIGN"
 
 
 def use_traces_dir(traces_dir) -> None:
-    """Check the campaign's traces (in ``traces_dir`` if given) and use them from now on."""
-    os.environ[CAMPAIGN_ENV] = str(campaign_file(CAMPAIGN, traces_dir))
+    """Check the campaign's traces (in ``traces_dir``) and use them from now on (this process and
+    the executor's workers: ``campaign_file`` puts the directory in the environment)."""
+    campaign_file(CAMPAIGN, traces_dir)
 
 
 def campaign():
-    return load_campaign(os.environ.get(CAMPAIGN_ENV, CAMPAIGN))
+    return load_campaign(CAMPAIGN)
 
 
 def build(config: str, timing: str = "immediate"):
@@ -338,7 +335,7 @@ def run_one(task: tuple) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("traces", nargs="*", default=["KTH-SP2"], help="traces of experiments/gaussier2015.toml")
-    add_data_arguments(ap, default=None)
+    add_data_arguments(ap)
     ap.add_argument("--max-jobs", type=int, default=None)
     ap.add_argument("--workers", type=int, default=1, help="parallel simulations (0: in this process)")
     ap.add_argument("--json", default=None)

@@ -35,6 +35,7 @@ ps.buildPythonPackage {
     ps.distributed
     ps.numba
     ps.matplotlib
+    ps.tomli-w
   ];
   doCheck = false; # the tests run in nix-shell (they need the golden files)
   pythonImportsCheck = [ "batsched_ml.server.serve" ];

@@ -1,5 +1,5 @@
 """One checked example of each promised equivalence (``test_equivalences.py``, and at scale
-``benchmarks/property_campaign.py --equivalences``): both sides run on the same workload and
+``test_slow_property_campaign.py``): both sides run on the same workload and
 configuration (``random_cases``); the result is the list of problems (the checker's, and any
 difference between the two runs)."""
 

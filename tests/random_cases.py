@@ -1,7 +1,8 @@
 """Random workloads and scheduler configurations (hypothesis strategies), and one checked run.
 
 Shared by ``tests/test_properties.py`` (a few hundred examples in CI) and
-``benchmarks/property_campaign.py`` (tens of thousands). The configuration space is
+``tests/test_slow_property_campaign.py`` (``-m slow``: thousands, scaled by
+``BATSCHED_ML_PROPERTY_EXAMPLES``). The configuration space is
 discovered, not listed: every plugin of ``plugins.available`` and every choice of the
 CLI's scheduler flags, so a new scheduler, policy or flag value is tested without
 editing this file.

@@ -102,7 +102,6 @@ def test_bad_config_is_a_clear_error(tmp_path, body, message):
 
 @pytest.mark.parametrize("text, message", [
     ('[campaign]\nname = "x"\nbasline = "a"\n[traces.T]\nswf = "nope.swf"\n[configs.a]\n', "unknown key 'basline'"),
-    ('[traces.T]\nswf = "nope.swf"\n[configs.a]\n', "file not found"),
     ('[configs.a]\n', "no trace"),
     ('[traces.T]\nswf = "nope.swf"\nworkload = "w.json"\n[configs.a]\n', "exactly one of"),
     (HEAD + CONFIGS + '[[paper]]\ntrace = "KTH1k"\nconfig = "nope"\nmetric = "avebsld10"\nvalue = 1\n',

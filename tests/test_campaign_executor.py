@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from batsched_ml.campaign import executor  # noqa: E402
-from batsched_ml.campaign.executor import TaskError, TaskFailure, iter_tasks, map_tasks  # noqa: E402
+from batsched_ml import executor  # noqa: E402
+from batsched_ml.executor import TaskError, TaskFailure, iter_tasks, map_tasks  # noqa: E402
 
 # functions of this test module travel by value: the workers cannot import it
 import cloudpickle  # noqa: E402

@@ -1,4 +1,4 @@
-"""The compiled conservative pass (``scheduling/compression.py``) gives the Python pass's schedules.
+"""The compiled conservative pass (``scheduling/compression/``) gives the Python pass's schedules.
 
 Both passes run on the same workloads and must start every job at the same instant on
 the same cores: random small workloads (arrivals over time, early and late completions,
@@ -23,9 +23,6 @@ from batsched_ml.scheduling.array_profile import ArrayCountProfile
 from batsched_ml.scheduling.profile import CountProfile
 from batsched_ml.simulator.engine import NO_LATENCY
 from delay_workloads import random_delay_workload
-
-pytestmark = pytest.mark.skipif(not compression.AVAILABLE, reason="numba is not installed")
-
 
 class _Job:
     def __init__(self, seq, res):
@@ -86,13 +83,6 @@ def test_compiled_option():
     assert ConservativeBackfilling(reservations="cores").compiled is False  # batsched's model: Python
     with pytest.raises(ValueError, match="reservations count"):
         ConservativeBackfilling(reservations="cores", compiled=True)
-
-
-def test_compiled_without_numba_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(compression, "AVAILABLE", False)
-    with pytest.raises(ValueError, match="numba"):
-        ConservativeBackfilling(compiled=True)
-    assert ConservativeBackfilling().compiled is False  # the default falls back to the Python pass
 
 
 def test_levels_bound_every_core_count_from_below():
@@ -162,3 +152,28 @@ def test_array_profile_keeps_the_list_profiles_slices(seed):
     back = arrays.to_lists()
     assert type(back) is CountProfile and back.times == lists.times and back.free == lists.free
     assert back.placed == arrays.placed
+
+
+def test_a_changed_kernel_source_drops_every_cached_kernel(tmp_path, monkeypatch):
+    """numba checks a cached kernel against its own file only, and the kernels call each other
+    across files: a change to any source of the package removes all of them from the cache, once
+    (``compression._drop_stale_kernels``), and nothing else."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+
+    def check():
+        monkeypatch.setattr(compression, "_checked", False)
+        compression._drop_stale_kernels()
+
+    check()
+    (cache,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (marker,) = cache.glob("kernels-*.sources")
+    kernels = [cache / "search.first_window-92.py311.nbi", cache / "passes.run_pass-47.py311.1.nbc"]
+    unrelated = cache / "elsewhere.f-10.py311.nbi"
+    for path in (*kernels, unrelated):
+        path.write_bytes(b"cached")
+    check()  # the same sources: the cache stays
+    assert all(p.exists() for p in (*kernels, unrelated))
+    marker.rename(cache / "kernels-0123456789abcdef.sources")  # written for other sources
+    check()
+    assert not any(p.exists() for p in kernels) and unrelated.exists()
+    assert [p.name for p in cache.glob("kernels-*.sources")] == [marker.name]

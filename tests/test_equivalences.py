@@ -11,17 +11,15 @@ walltime-less jobs, two workloads; every policy, backfill order, starvation thre
 * ``serve`` driven over ZeroMQ gives the in-process run.
 
 "Run" is the jobs file and, in-process, every protocol message. A few examples each in CI;
-``benchmarks/property_campaign.py --equivalences`` draws thousands.
+``tests/test_slow_property_campaign.py`` (``-m slow``) draws thousands.
 """
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from random_cases import configurations, describe, workloads
 
-from batsched_ml.scheduling import compression
 from equivalence_cases import (batsim_timing, compiled_vs_python, serve_vs_in_process, walltime_vs_easy,
                                without_predictor)
 
@@ -37,7 +35,6 @@ def test_walltime_distribution_is_easy(workload, config, rescan):
     assert not problems, describe(workload, config, problems)
 
 
-@pytest.mark.skipif(not compression.AVAILABLE, reason="numba is not installed")
 @settings(max_examples=40, **CI)
 @given(workload=workloads(max_jobs=16), config=configurations(["conservative"]))
 def test_compiled_conservative_pass_is_the_python_pass(workload, config):

@@ -114,7 +114,7 @@ def test_a_shielded_start_up_stays_interruptible_and_its_children_ignore_ctrl_c(
 _INTERRUPTED_SYNC = """
 import asyncio, os, signal, sys, threading, time
 from distributed.utils import LoopRunner, sync
-from batsched_ml.campaign import executor
+from batsched_ml import executor
 if sys.argv[1] == "quiet":
     executor._quiet_interrupted_sync()
 runner = LoopRunner(asynchronous=False)

@@ -330,15 +330,15 @@ def test_bad_number_names_file_line_and_column(tmp_path):
 def test_chunked_reading_equals_one_chunk_and_keeps_line_numbers(tmp_path, monkeypatch):
     """The reader parses a few rows at a time (memory): any chunk size gives the same table, and
     errors still name the file's own line and row, whichever chunk they fall in."""
-    from batsched_ml.analysis import metrics
+    from batsched_ml.analysis import jobs_csv
 
     rows = [row(str(i), float(i), res=1 + i % 3, start=(None if i % 5 == 4 else i + 1.0), run=2.0 + i)
             for i in range(23)]
     path = write_jobs(tmp_path / "many_jobs.csv", rows)
     whole = read_jobs_csv(path)
-    monkeypatch.setattr(metrics, "_CHUNK_ROWS", 4)
+    monkeypatch.setattr(jobs_csv, "_CHUNK_ROWS", 4)
     chunked = read_jobs_csv(path)
-    for name in metrics.JOBS_COLUMNS:
+    for name in jobs_csv.JOBS_COLUMNS:
         a, b = getattr(whole, name), getattr(chunked, name)
         assert a.dtype == b.dtype and len(a) == 23
         assert np.array_equal(a, b, equal_nan=a.dtype != object), name

@@ -5,8 +5,8 @@ predictor, correction, classifier, with and without kills, under Batsim's latenc
 with exact instants, the independent checker (``analysis/checker.py``) must find nothing:
 every job ends exactly once, no core overlap, no start before submission, no job waiting on
 an idle machine, and two runs give byte-identical outputs (jobs CSV and every message).
-CI runs a fixed set of examples (``derandomize``); ``benchmarks/property_campaign.py`` runs
-tens of thousands.
+CI runs a fixed set of examples (``derandomize``); ``test_slow_property_campaign.py`` (``-m slow``)
+runs thousands, with shrinking.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from random_cases import SCHEDULERS, check_case, configurations, describe, workl
 from batsched_ml.analysis.checker import check_files, check_run
 from batsched_ml.cli import main
 
-# No shrinking in CI (minutes on a failure): benchmarks/property_campaign.py shrinks.
+# No shrinking in CI (minutes on a failure): test_slow_property_campaign.py shrinks.
 CI_SETTINGS = settings(max_examples=90, deadline=None, derandomize=True, database=None,
                        phases=[Phase.explicit, Phase.generate],
                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -12,6 +12,8 @@ import pytest
 from procset import ProcSet
 
 from batsched_ml.protocol import codec
+from batsched_ml.protocol import decoding as protocol_decode
+from batsched_ml.protocol import encoding as protocol_encode
 from batsched_ml.protocol.codec import ProtocolError, decode, encode, parse_alloc, read_transcript
 from batsched_ml.protocol.coreset import CoreSet, format_mask, lowest_bits, mask_intervals
 from batsched_ml.protocol.events import (
@@ -132,7 +134,7 @@ def test_json_backends_agree(monkeypatch):
     """orjson (when installed) and the standard library must give the same typed messages."""
     for name in TRANSCRIPT_NAMES:
         default = read_transcript(TRANSCRIPTS / name)
-        monkeypatch.setattr(codec, "_fast_loads", None)
+        monkeypatch.setattr(protocol_decode, "_fast_loads", None)
         stdlib = read_transcript(TRANSCRIPTS / name)
         monkeypatch.undo()
         assert default == stdlib
@@ -563,7 +565,7 @@ def test_coreset_basics():
 
 def test_fast_encoding_writes_the_bytes_of_the_general_one():
     """``encode`` writes the common decisions without building dicts: byte for byte what one
-    ``json.dumps`` of the whole message writes (``codec._encode_general``)."""
+    ``json.dumps`` of the whole message writes (``encoding._encode_general``)."""
     import random
 
     rng = random.Random(7)
@@ -583,4 +585,4 @@ def test_fast_encoding_writes_the_bytes_of_the_general_one():
             else:
                 events.append(SetJobMetadata(now, rng.choice(ids), "meta"))
         message = Message(now, events)
-        assert encode(message) == codec._encode_general(message)
+        assert encode(message) == protocol_encode._encode_general(message)

@@ -192,7 +192,7 @@ def test_some_jobs_in_queue_order():
     rng = random.Random(12)
     for policy in ("fcfs", "spf", "saf", "wfp3"):
         for threshold in (None, 0.0, 100.0):
-            queue, jobs = JobQueue(resolve_policy(policy), threshold), []
+            queue, jobs = JobQueue(build_policy(policy), threshold), []
             for i in range(200):
                 job = _job(i, rng.randint(1, 8), float(rng.randint(1, 50)), subtime=float(rng.randint(0, 400)))
                 queue.add(job, job.subtime)

@@ -195,7 +195,7 @@ def serve_fails_cleanly(endpoint, messages, *, stdlib_json=False, extra=()) -> t
     """Run ``serve`` in its own process, send ``messages`` (the last one must be refused), and
     check what every protocol violation must give: exit 2, the error on one line of stderr
     (printable, no traceback), and a non-JSON error reply so that Batsim aborts."""
-    prelude = "import batsched_ml.protocol.codec as c; c._fast_loads = None; " if stdlib_json else ""
+    prelude = "import batsched_ml.protocol.decoding as d; d._fast_loads = None; " if stdlib_json else ""
     code = (f"{prelude}import sys; from batsched_ml.cli import main; "
             f"sys.exit(main(['serve', '-s', {endpoint!r}, '--timeout', '20', *{list(extra)!r}]))")
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True, cwd=ROOT,

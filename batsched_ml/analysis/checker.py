@@ -37,7 +37,7 @@ from pathlib import Path
 from sortedcontainers import SortedList
 
 from ..protocol.codec import parse_alloc
-from .metrics import JobsTable, read_jobs_csv
+from .jobs_csv import JobsTable, read_jobs_csv
 
 FINAL_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED", "REJECTED", "COMPLETED_FAILED")
 KILLED = "COMPLETED_KILLED"

@@ -41,7 +41,8 @@ NO_WAIT = 0.01  # s: a wait this short is Batsim's message latency, not waiting
 MATPLOTLIB_MISSING = "figures need matplotlib, which is not installed here: pip install matplotlib"
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the file-only backend; ``PlotError`` (one line) without matplotlib."""
     try:
         import matplotlib
 
@@ -54,7 +55,7 @@ def _pyplot():
 
 def new_figure():
     """``(plt, fig, ax)``: one axes of the common size."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=FIGSIZE)
     return plt, fig, ax
 

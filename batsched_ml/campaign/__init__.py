@@ -2,6 +2,6 @@
 (local cluster or a scheduler address), cached and resumable; see ``docs/campaigns.md``.
 
 Modules: ``spec`` (read and validate a campaign file), ``inputs`` (traces -> workload files),
-``tasks`` (one simulation), ``cache``, ``executor`` (generic ``map_tasks``), ``results``
-(results.csv / parquet), ``report`` (Markdown tables and figures), ``run`` (the whole run).
+``tasks`` (one simulation), ``cache``, ``results`` (results.csv / parquet), ``report`` (Markdown
+tables and figures), ``run`` (the whole run, on the generic ``batsched_ml.executor``).
 """

@@ -19,7 +19,7 @@ def _run(args) -> int:
     from .run import run_campaign
     from .spec import load_campaign
 
-    campaign = load_campaign(args.file)
+    campaign = load_campaign(args.file, traces_dir=args.traces_dir)
     results_dir = Path(args.output or Path("results") / campaign.name)
     if args.workers is not None and args.workers < 0:
         raise ValueError("--workers must be >= 0")
@@ -62,7 +62,10 @@ def cmd_report(args) -> int:
 def cmd_check(args) -> int:
     from .spec import load_campaign
 
-    c = load_campaign(args.file)
+    c = load_campaign(args.file, traces_dir=args.traces_dir)
+    if args.trace:
+        c = c.subset(traces=args.trace)
+    c.require_inputs()
     windows = {n: (t.windows.count or "all") if t.windows else 1 for n, t in c.traces.items()}
     print(f"campaign {c.name}: {len(c.traces)} trace(s) {windows}, {len(c.configs)} config(s), "
           f"seeds {c.seeds}, baseline {c.baseline}")
@@ -90,6 +93,9 @@ def add_campaign_commands(sub) -> None:
                    help="run only this trace (repeatable; the other tasks' rows of results.csv are kept)")
     r.add_argument("--config", action="append", default=None, metavar="NAME",
                    help="run only this config (repeatable; the baseline is always kept)")
+    r.add_argument("--traces-dir", default=None, metavar="DIR",
+                   help="where trace files given by a bare name are (default $BATSCHED_ML_TRACES, else next to "
+                        "the campaign file)")
     r.add_argument("--no-report", action="store_true", help="skip RESULTS_DIR/report")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_run)
@@ -97,6 +103,10 @@ def add_campaign_commands(sub) -> None:
     r.add_argument("results_dir", help="a directory written by campaign run")
     r.add_argument("-o", "--output", default=None, metavar="REPORT_DIR", help="default RESULTS_DIR/report")
     r.set_defaults(func=cmd_report)
-    r = csub.add_parser("check", help="validate a campaign file and print each config's simulate flags")
+    r = csub.add_parser("check", help="validate a campaign file (its traces' files too) and print each config's "
+                                      "simulate flags")
     r.add_argument("file", help="campaign TOML file")
+    r.add_argument("--traces-dir", default=None, metavar="DIR", help="as for campaign run")
+    r.add_argument("--trace", action="append", default=None, metavar="NAME",
+                   help="check only this trace's files (repeatable)")
     r.set_defaults(func=cmd_check)

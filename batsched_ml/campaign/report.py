@@ -1,4 +1,4 @@
-"""Markdown report of a campaign's results directory, with its PNG figures.
+"""Markdown report of a campaign's results directory, with its PNG figures (``figures``).
 
 Per trace: each config's metrics (means over windows and seeds) and their reduction vs the
 baseline (:func:`trace_table`), which runs are missing, failed or timed out (never a row of
@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
-from .results import metric_value, read_results
-from .spec import CampaignError, _paper, config_argv
-from .tasks import run_name, safe_name
+from .aggregates import aggregate_table
+from .results import RAN, fmt, metric_value, read_results
+from .expand import expand, read_campaign_file
+from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, trace_figures
+from .spec import CampaignError, _paper, config_argv, table_specs
+from .tasks import safe_name
 
-__all__ = ["class_split", "completeness", "config_colors", "paper_table", "reduction", "run_report", "summarise",
+__all__ = ["class_split", "completeness", "paper_table", "reduction", "run_report", "summarise",
            "trace_table", "write_report"]
 
-RAN = ("ok", "unfinished")  # statuses of runs that have metrics (unfinished: some jobs never started)
 
 LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
                             "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed")
@@ -47,43 +48,31 @@ def _lower_is_better(metric: str) -> bool:
     return metric.startswith(LOWER_IS_BETTER_PREFIXES)
 
 
-def fmt(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
 def _pct(v) -> str:
     return "-" if v is None else f"{v:+.1f}%".replace("+-", "-")
 
 
 def _settings(results_dir: Path) -> dict:
-    """Baseline, metrics, configs' flags and paper references from the copied campaign file."""
+    """Baseline, metrics, configs' flags, paper references and tables from the campaign as run
+    (``campaign.toml``, written expanded by ``campaign run``)."""
     from .spec import DEFAULT_METRICS
 
     path = results_dir / "campaign.toml"
-    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    head = data.get("campaign", {})
-    configs = data.get("configs", {})
-    traces = data.get("traces", {})
     try:
+        data = expand(read_campaign_file(path)) if path.is_file() else {}
+        head = data.get("campaign", {})
+        configs = data.get("configs", {})
+        traces = data.get("traces", {})
         argv = {n: config_argv(t, f"[configs.{n}]") for n, t in configs.items()}
         paper = _paper(data.get("paper", []), traces, configs)
+        tables = table_specs(data.get("tables", []), {n: t.get("axes") for n, t in configs.items()})
     except CampaignError as exc:
         raise CampaignError(f"{path}: {exc}") from None
     return {"name": head.get("name", results_dir.name), "description": head.get("description", ""),
             "baseline": head.get("baseline", next(iter(configs), None)),
             "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper,
-            "traces": list(traces), "configs": list(configs), "seeds": head.get("seeds", [0])}
+            "traces": list(traces), "configs": list(configs), "seeds": head.get("seeds", [0]), "tables": tables,
+            "axes": {n: dict(t.get("axes") or {}) for n, t in configs.items()}}
 
 
 def _mean(values):
@@ -112,17 +101,6 @@ def run_report(results_dir: Path, row: dict) -> dict | None:
         return json.loads((Path(results_dir) / report).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def config_colors(configs) -> dict:
-    """One colour per config, by its place in the campaign file: the same in every trace's figures."""
-    configs = list(configs)
-    if len(configs) <= 10:
-        return {c: f"C{i}" for i, c in enumerate(configs)}
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab20"]
-    return {c: cmap(i % 20) for i, c in enumerate(configs)}
 
 
 # ------------------------------------------------------------------ which runs are there
@@ -229,57 +207,7 @@ def paper_table(paper, summary: dict, baseline: str) -> list[str]:
     return lines + [""]
 
 
-# ------------------------------------------------------------------ figures
-
-
-def _first_run(ran: list[dict]) -> tuple[int, int]:
-    """(window, seed) of the run each config's curves are drawn from."""
-    return min(r["window"] for r in ran), min(r["seed"] for r in ran)
-
-
-def _jobs_csv(results_dir: Path, trace, window, config, seed) -> Path:
-    return results_dir / "runs" / f"{run_name(trace, window, config, seed)}_jobs.csv.gz"
-
-
-def _figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict) -> list[tuple[str, str]]:
-    """Write this trace's figures; ``[(caption, file name)]``."""
-    from ..analysis.plots import plot_bars, plot_runs, plot_spread
-
-    out = []
-    ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
-    if not ran:
-        return out
-    window, seed = _first_run(ran)
-    runs = []
-    for config in configs:
-        r = next((r for r in ran if r["config"] == config and r["window"] == window and r["seed"] == seed), None)
-        path = _jobs_csv(results_dir, trace, window, config, seed)
-        if r is not None and path.is_file():
-            runs.append((config, path))
-    slug = safe_name(trace)
-    windows, seeds = len({r["window"] for r in ran}), len({r["seed"] for r in ran})
-    which = "" if windows == 1 and seeds == 1 else f" (window {window}, seed {seed})"
-    if runs:
-        for kind, caption in (("cumbsld", "cumulative bounded slowdown (tau = 60 s) over time"),
-                              ("wait-ecdf", "waiting-time distribution")):
-            name = f"{slug}-{kind}.png"
-            plot_runs([p for _, p in runs], folder / name, kind=kind, labels=[c for c, _ in runs],
-                      title=f"{trace}: {caption}{which}", colors=[colors[c] for c, _ in runs])
-            out.append((f"{caption}{which}", name))
-    values = {c: [v for r in ran if r["config"] == c and (v := metric_value(r, metric)) is not None] for c in configs}
-    values = {c: vs for c, vs in values.items() if vs}
-    if values:
-        if any(len(v) > 1 for v in values.values()):
-            across = "windows and seeds" if windows > 1 and seeds > 1 else "windows" if windows > 1 else "seeds"
-            caption = f"{metric} of every run across {across} (dots; bar: mean)"
-            name = f"{slug}-spread.png"
-            plot_spread(values, folder / name, metric, f"{trace}: {caption}", colors)
-        else:
-            caption = f"{metric} per configuration"
-            name = f"{slug}-bars.png"
-            plot_bars({c: v[0] for c, v in values.items()}, folder / name, metric, f"{trace}: {caption}", colors)
-        out.append((caption, name))
-    return out
+# ------------------------------------------------------------------ small and large jobs
 
 
 def _dividers(report) -> tuple[float, list[int], list[float | None]] | None:
@@ -311,7 +239,7 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
     if not ran:
         return None
-    window, seed = _first_run(ran)
+    window, seed = first_run(ran)
     first = {r["config"]: r for r in ran if r["window"] == window and r["seed"] == seed}
     reports = {c: run_report(results_dir, first[c]) for c in configs if c in first}
     ref = next((c for c in configs if c in first and _dividers(reports[c])), None)
@@ -320,7 +248,7 @@ def class_split(rows, trace, configs, results_dir: Path) -> tuple[dict, str] | N
     period, weeks, dividers = _dividers(reports[ref])
     out = {}
     for config in configs:
-        path = _jobs_csv(results_dir, trace, window, config, seed)
+        path = jobs_csv_path(results_dir, trace, window, config, seed)
         if config not in first or not path.is_file():
             continue
         records = merge_attempts(read_jobs_csv(path))
@@ -365,17 +293,6 @@ def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Pa
     return lines + [f"![{trace}: small and large jobs]({name})", ""]
 
 
-def _matplotlib_missing() -> str | None:
-    """None when figures can be drawn, else the one line saying how to get them."""
-    from ..analysis.plots import PlotError, _pyplot
-
-    try:
-        _pyplot()
-    except PlotError as exc:
-        return str(exc)
-    return None
-
-
 def _last_run(results_dir: Path) -> list[str]:
     log = results_dir / "runs.log"
     if not log.is_file():
@@ -401,7 +318,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
     configs = list(dict.fromkeys([*s["configs"], *(r["config"] for r in rows)]))
     counts = completeness(rows, traces, configs, s["seeds"])
     missing = sum(c["missing"] for c in counts.values())
-    no_figures = _matplotlib_missing()
+    no_figures = matplotlib_missing()
     if no_figures and log is not None:
         log(f"batsched-ml: note: the report has no figures: {no_figures}")
     colors = config_colors(configs) if not no_figures else {}
@@ -426,9 +343,13 @@ def write_report(results_dir, report_dir, log=None) -> Path:
         lines += trace_table(summary, trace, configs, metrics, baseline, counts)
         lines += _gaps_note(trace, configs, counts)
         if not no_figures:
-            for caption, name in _figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
+            for caption, name in trace_figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
                 lines += [f"![{trace}: {caption}]({name})", ""]
         lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir, figures=not no_figures)
+    if s["tables"]:
+        lines += ["## Tables", ""]
+        for spec in s["tables"]:
+            lines += aggregate_table(spec, rows, traces, configs, s["axes"], s["paper"])
     lines += paper_table([p for p in s["paper"] if p.trace in traces], summary, baseline)
     lines += ["## Configurations", "", "| config | `batsched-ml simulate` flags |", "|---|---|"]
     for name, argv in s["argv"].items():

@@ -15,9 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["COLUMNS", "FLAT_FROM_METRICS", "metric_names", "metric_value", "read_results", "write_results"]
+__all__ = ["COLUMNS", "FLAT_FROM_METRICS", "fmt", "metric_names", "metric_value", "read_results", "write_results"]
 
-ID_COLUMNS = ("trace", "window", "config", "seed")
 # flat column <- key of compute_metrics' dict (the rest are computed by the task)
 FLAT_FROM_METRICS = {
     "jobs": "jobs", "avebsld10": "avebsld_tau10", "avebsld60": "avebsld_tau60", "mean_wait": "mean_wait",
@@ -31,6 +30,7 @@ JSON_COLUMNS = ("metrics",)
 INT_COLUMNS = ("window", "seed", "jobs", "kills", "unfinished")
 TEXT_COLUMNS = ("trace", "config", "status", "error", "key", "report")
 NOT_METRICS = JSON_COLUMNS + ("report",)
+RAN = ("ok", "unfinished")  # statuses of runs that have metrics (unfinished: some jobs never started)
 NUMERIC = tuple(c for c in COLUMNS if c not in JSON_COLUMNS + TEXT_COLUMNS + ("window", "seed"))
 
 _TINY_JOBS_CSV = (
@@ -59,6 +59,22 @@ def metric_value(row: dict, name: str):
     if name in row and name not in NOT_METRICS:
         return row[name]
     return (row.get("metrics") or {}).get(name)
+
+
+def fmt(v) -> str:
+    """A number for a report's table: thousands separated, three significant digits below 1."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, int):
+        return f"{v:,}"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
 
 
 def _text(value) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..progress import TaskProgress
 from .cache import ResultCache, config_cost_key
-from .executor import TaskFailure, iter_tasks
+from .expand import write_campaign
+from ..executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
 from .results import read_results, write_results
 from .spec import Campaign
@@ -136,8 +137,9 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
     ``outcome.stopped_by`` is the interrupt).
     """
     results_dir = Path(results_dir)
-    results_dir.mkdir(parents=True, exist_ok=True)
     ran = campaign.subset(traces=traces, configs=configs) if traces or configs else campaign
+    ran.require_inputs()  # a trace file that is not there: an error before any work
+    results_dir.mkdir(parents=True, exist_ok=True)
     outcome = CampaignOutcome(results_dir)
     failures: dict[str, tuple[str, str]] = {}  # key -> (status, message)
     tasks: list[Task] | None = None
@@ -146,7 +148,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
     where = "cache only"
     t0 = time.perf_counter()
     try:
-        (results_dir / "campaign.toml").write_text(campaign.text, encoding="utf-8")
+        write_campaign(campaign.document, results_dir / "campaign.toml")
         tasks = build_tasks(ran, results_dir)
         outcome.tasks = len(tasks)
         done.update((t.key, row) for t in tasks if (row := cache.get(t.key)) is not None)
@@ -154,7 +156,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
         costs = cache.costs()
         todo.sort(key=lambda t: -estimated_cost(t, costs))  # longest first: the last tasks to finish are short
         outcome.cached = sum(t.key in done for t in tasks)
-        from .executor import default_workers
+        from ..executor import default_workers
 
         if todo:
             where = scheduler_address or ("this process" if workers == 0 else

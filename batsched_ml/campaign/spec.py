@@ -1,10 +1,16 @@
 """Read and validate a campaign file (TOML, see the documentation's "Campaigns" page).
 
+The file is first expanded (``expand``: ``extends`` and matrices), then checked here.
 Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fields of
 :class:`batsched_ml.config.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
-plus ``options``, and becomes that object directly (no command line is re-parsed); it is
-validated and built by ``batsched_ml.compose`` like ``simulate``'s flags -- one vocabulary,
-one validation.
+plus ``options`` (and ``axes``, its labels in the report's tables), and becomes that object
+directly (no command line is re-parsed); it is validated and built by ``batsched_ml.compose``
+like ``simulate``'s flags -- one vocabulary, one validation.
+
+Trace files: a bare file name (``swf = "KTH-SP2-1996-2.1-cln.swf.gz"``) is looked up in the traces
+directory (``--traces-dir DIR``, else the environment variable ``BATSCHED_ML_TRACES``), then next
+to the campaign file that names it; a path with a directory is relative to that file. A missing
+file is an error only for the traces that run (``Campaign.require_inputs``).
 """
 
 from __future__ import annotations
@@ -12,17 +18,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import RunConfig, table_keys
 from ..workloads.windows import WindowSpec
+from .expand import CampaignError, DeclaredPath, expand, read_campaign_file
 
-__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TraceSpec", "config_argv", "config_keys",
-           "load_campaign"]
+__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TableSpec", "TraceSpec", "config_argv",
+           "config_keys", "load_campaign", "table_specs", "traces_directory"]
 
+TRACES_ENV = "BATSCHED_ML_TRACES"  # the traces directory when --traces-dir is not given
+PWA = "https://www.cs.huji.ac.il/labs/parallel/workload/"
 CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
+TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title")
+STATISTICS = ("mean", "median", "min", "max")
 TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows")
 TRACE_SOURCES = ("swf", "workload", "generate")
 WINDOW_KEYS = ("days", "count", "select", "start_days")
@@ -30,12 +40,9 @@ PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
 GENERATORS = {"lublin": ("batsched_ml.workloads.lublin", "generate_lublin")}
 
 
-class CampaignError(ValueError):
-    """A campaign file that cannot be run as written (the CLI prints it on one line, exit 2)."""
-
-
 def config_keys() -> list[str]:
-    """Every key a ``[configs.NAME]`` table accepts."""
+    """Every run-setting key a ``[configs.NAME]`` table accepts (besides ``axes``, ``extends``,
+    ``matrix`` and ``name``, which ``expand`` reads)."""
     return table_keys()
 
 
@@ -43,18 +50,33 @@ def config_argv(table: dict, where: str) -> tuple[str, ...]:
     """The ``simulate`` flags equivalent to a config table, as written (not resolved)."""
     from ..config import ConfigError
 
+    settings = {k: v for k, v in table.items() if k != "axes"}
     try:
-        return RunConfig.from_table(table, where).argv(list(table))
+        return RunConfig.from_table(settings, where).argv(list(settings))
     except ConfigError as exc:
         raise CampaignError(str(exc)) from None
+
+
+def traces_directory(given=None) -> Path | None:
+    """The directory bare trace names are looked up in: ``given`` (``--traces-dir``), else
+    ``$BATSCHED_ML_TRACES``, else none."""
+    text = given if given is not None else os.environ.get(TRACES_ENV) or None
+    if text is None:
+        return None
+    path = Path(os.path.expanduser(str(text)))
+    if not path.is_dir():
+        how = "--traces-dir" if given is not None else TRACES_ENV
+        raise CampaignError(f"{how} {text}: not a directory")
+    return path
 
 
 @dataclass(frozen=True)
 class ConfigSpec:
     name: str
-    values: dict             # the table as written
+    values: dict             # the table as expanded
     argv: tuple[str, ...]    # the same as ``simulate`` flags (reports; identity in run-time estimates)
     config: RunConfig        # resolved (validated, the scheduler's defaults filled in), seed 0
+    axes: dict = field(default_factory=dict)  # {axis: label}: its place in the report's tables
 
     @property
     def command(self) -> str:
@@ -74,6 +96,7 @@ class TraceSpec:
     max_jobs: int | None = None
     nodes: int | None = None
     windows: WindowSpec | None = None
+    missing: str | None = None   # why a file of the trace cannot be found (None: it is there)
 
 
 @dataclass(frozen=True)
@@ -84,6 +107,18 @@ class PaperRef:
     value: float | None = None
     reduction: float | None = None
     source: str = ""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A ``[[tables]]`` entry: one metric's statistic over each config's runs, laid out by configs
+    and traces, or by two axes of the configs (``rows`` and ``columns``) for each trace."""
+
+    metric: str
+    statistic: str = "mean"
+    rows: str | None = None
+    columns: str | None = None
+    title: str = ""
 
 
 @dataclass
@@ -97,8 +132,16 @@ class Campaign:
     configs: dict[str, ConfigSpec]
     paper: list[PaperRef] = field(default_factory=list)
     description: str = ""
-    text: str = ""               # the file as read, copied next to the results
+    document: dict = field(default_factory=dict)  # the campaign expanded, written next to the results
     task_timeout: float | None = None  # seconds a task may run before it is stopped as ``timeout``
+    tables: list[TableSpec] = field(default_factory=list)
+
+    def require_inputs(self) -> None:
+        """Raise :class:`CampaignError` naming the trace files that cannot be found (of this
+        campaign's traces only: a subset needs only its own)."""
+        missing = [t.missing for t in self.traces.values() if t.missing]
+        if missing:
+            raise CampaignError("; ".join(missing))
 
     def subset(self, traces=None, configs=None) -> "Campaign":
         """The same campaign on some traces / configs only (the baseline config is kept)."""
@@ -134,14 +177,32 @@ def _table(value, where: str) -> dict:
     return value
 
 
-def _resolve(base: Path, text, where: str, must_exist: bool = True) -> Path:
+def _locate(value, where: str, traces_dir: Path | None, swf: bool) -> tuple[Path, str | None]:
+    """A trace file's path and, when it is not there, why (see the module docstring)."""
+    if isinstance(value, DeclaredPath):
+        text, base = value.text, value.base
+    else:
+        text, base = value, Path.cwd()
     if not isinstance(text, str) or not text:
         raise CampaignError(f"{where} must be a file path")
     path = Path(os.path.expanduser(os.path.expandvars(text)))
-    path = path if path.is_absolute() else base / path
-    if must_exist and not path.is_file():
-        raise CampaignError(f"{where}: file not found: {path}")
-    return path
+    if path.is_absolute():
+        candidates = [path]
+    elif len(path.parts) == 1:  # a bare name: a file of the traces directory
+        candidates = ([traces_dir / path] if traces_dir is not None else []) + [base / path]
+    else:
+        candidates = [base / path]
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is not None:
+        return found, None
+    if len(path.parts) == 1 and not path.is_absolute():
+        looked = (f"in the traces directory {traces_dir} nor " if traces_dir is not None else "") + \
+            f"next to the campaign file ({base})"
+        hint = "" if traces_dir is not None else f"; give the directory holding it: --traces-dir DIR or {TRACES_ENV}=DIR"
+        if swf:
+            hint += f" (the Parallel Workloads Archive's logs: {PWA})"
+        return candidates[0], f"{where}: {text} not found {looked}{hint}"
+    return candidates[0], f"{where}: file not found: {candidates[0]}"
 
 
 def _positive_int(value, where: str) -> int:
@@ -176,7 +237,7 @@ def parse_generate(value, where: str) -> dict:
     return params
 
 
-def _trace(name: str, table: dict, base: Path) -> TraceSpec:
+def _trace(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
     where = f"[traces.{name}]"
     _check_keys(table, TRACE_KEYS, where)
     sources = [k for k in TRACE_SOURCES if k in table]
@@ -184,14 +245,18 @@ def _trace(name: str, table: dict, base: Path) -> TraceSpec:
         raise CampaignError(f"{where}: give exactly one of {', '.join(TRACE_SOURCES)}")
     source = sources[0]
     kwargs: dict = {"name": name, "source": source}
+    missing = []
     if source == "generate":
         kwargs["generate"] = parse_generate(table["generate"], f"{where} generate")
     else:
-        kwargs["path"] = _resolve(base, table[source], f"{where} {source}")
+        kwargs["path"], why = _locate(table[source], f"{where} {source}", traces_dir, source == "swf")
+        missing.append(why)
     if "platform" in table:
         if source != "workload":
             raise CampaignError(f"{where}: platform goes with workload (swf and generate make their own)")
-        kwargs["platform"] = _resolve(base, table["platform"], f"{where} platform")
+        kwargs["platform"], why = _locate(table["platform"], f"{where} platform", traces_dir, False)
+        missing.append(why)
+    kwargs["missing"] = "; ".join(filter(None, missing)) or None
     if "max_jobs" in table:
         if source == "workload":
             raise CampaignError(f"{where}: max_jobs applies to swf and generate traces")
@@ -237,37 +302,31 @@ def _paper(entries, traces, configs, where: str = "[[paper]]") -> list[PaperRef]
     return refs
 
 
-def load_campaign(path) -> Campaign:
-    """Read and validate ``path``; raises :class:`CampaignError` with the file and the culprit."""
+def load_campaign(path, traces_dir=None) -> Campaign:
+    """Read, expand and validate ``path``; raises :class:`CampaignError` with the file and the
+    culprit. ``traces_dir``: where bare trace names are (default ``$BATSCHED_ML_TRACES``)."""
     path = Path(path)
+    data = read_campaign_file(path)
+    traces_dir = traces_directory(traces_dir)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CampaignError(f"cannot read campaign file {path}: {exc.strerror or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CampaignError(f"{path}: invalid TOML: {exc}") from None
-    try:
-        return _campaign(data, path, text)
+        return _campaign(expand(data), path, traces_dir)
     except CampaignError as exc:
         raise CampaignError(f"{path}: {exc}") from None
 
 
-def _campaign(data: dict, path: Path, text: str) -> Campaign:
+def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     from .results import metric_names
 
-    _check_keys(data, ("campaign", "traces", "configs", "paper"), "top level")
+    _check_keys(data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
     head = _table(data.get("campaign", {}), "[campaign]")
     _check_keys(head, CAMPAIGN_KEYS, "[campaign]")
-    base = path.resolve().parent
     traces_t = _table(data.get("traces", {}), "[traces]")
     configs_t = _table(data.get("configs", {}), "[configs]")
     if not traces_t:
         raise CampaignError("no trace: add a [traces.NAME] table")
     if not configs_t:
         raise CampaignError("no configuration: add a [configs.NAME] table")
-    traces = {n: _trace(n, _table(t, f"[traces.{n}]"), base) for n, t in traces_t.items()}
+    traces = {n: _trace(n, _table(t, f"[traces.{n}]"), traces_dir) for n, t in traces_t.items()}
     configs = {n: _config(n, _table(t, f"[configs.{n}]")) for n, t in configs_t.items()}
     baseline = head.get("baseline", next(iter(configs)))
     if baseline not in configs:
@@ -287,14 +346,45 @@ def _campaign(data: dict, path: Path, text: str) -> Campaign:
     for ref in paper:
         if ref.metric not in valid:
             raise CampaignError(f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}")
+    tables = table_specs(data.get("tables", []), configs)
     timeout = head.get("task_timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0 or timeout == float("inf")):
         raise CampaignError(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
-                    description=str(head.get("description", "")), text=text,
-                    task_timeout=None if timeout is None else float(timeout))
+                    description=str(head.get("description", "")), document=data,
+                    task_timeout=None if timeout is None else float(timeout), tables=tables)
+
+
+def table_specs(entries, configs: dict) -> list[TableSpec]:
+    """The ``[[tables]]`` entries, checked against the configs' axes (``configs``: name -> its
+    ``axes``, or a :class:`ConfigSpec`)."""
+    from .results import metric_names
+
+    if not isinstance(entries, list):
+        raise CampaignError("[[tables]] must be an array of tables")
+    axes = set()
+    for config in configs.values():
+        axes.update(config.axes if isinstance(config, ConfigSpec) else config or {})
+    out = []
+    for i, entry in enumerate(entries):
+        at = f"[[tables]] #{i + 1}"
+        entry = _table(entry, at)
+        _check_keys(entry, TABLE_KEYS, at)
+        if entry.get("metric") not in metric_names():
+            raise CampaignError(f"{at}: metric must be one of {', '.join(metric_names())}, not {entry.get('metric')!r}")
+        if entry.get("statistic", "mean") not in STATISTICS:
+            raise CampaignError(f"{at}: statistic must be one of {', '.join(STATISTICS)}, "
+                                f"not {entry['statistic']!r}")
+        if ("rows" in entry) != ("columns" in entry):
+            raise CampaignError(f"{at}: give both rows and columns (two axes of the configs), or neither")
+        for key in ("rows", "columns"):
+            if key in entry and entry[key] not in axes:
+                raise CampaignError(f"{at}: {key} {entry[key]!r} is not an axis of a config; axes: "
+                                    f"{', '.join(sorted(axes)) or 'none (a matrix makes them, or a config axes table)'}")
+        out.append(TableSpec(**{k: str(v) for k, v in entry.items()}))
+    return out
 
 
 def _config(name: str, table: dict) -> ConfigSpec:
@@ -305,9 +395,13 @@ def _config(name: str, table: dict) -> ConfigSpec:
     from ..compose import build_scheduler, resolve
 
     where = f"[configs.{name}]"
+    axes = table.get("axes", {})
+    if not isinstance(axes, dict) or not all(isinstance(v, str) for v in axes.values()):
+        raise CampaignError(f"{where}: axes must be a table of labels, e.g. axes = {{ policy = \"fcfs\" }}")
     argv = config_argv(table, where)
+    settings = {k: v for k, v in table.items() if k != "axes"}
     try:
-        config = resolve(RunConfig.from_table(table, where))
+        config = resolve(RunConfig.from_table(settings, where))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             build_scheduler(config)
@@ -316,4 +410,4 @@ def _config(name: str, table: dict) -> ConfigSpec:
     except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
         text = " ".join(str(exc).split())
         raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
-    return ConfigSpec(name, dict(table), argv, config)
+    return ConfigSpec(name, dict(table), argv, config, dict(axes))

@@ -68,7 +68,7 @@ def safe_name(name: str) -> str:
 
 # modules that only present results (reports, figures, the command line, the task engine, progress
 # displays, interrupt handling): editing them keeps the cached runs
-PRESENTATION = ("campaign/cli.py", "campaign/executor.py", "campaign/run.py", "campaign/cache.py", "campaign/report.py",
+PRESENTATION = ("campaign/cli.py", "executor.py", "campaign/run.py", "campaign/cache.py", "campaign/report.py",
                 "analysis/plots.py", "cli.py", "progress.py", "interrupts.py")
 
 
@@ -132,7 +132,7 @@ def run_task(task: Task) -> dict:
     from ..run_outputs import complete_report
     from ..runner import simulate
 
-    from .executor import task_directory
+    from ..executor import task_directory
 
     scheduler = build_scheduler(task.run_config)
     with task_directory("batsched-task-") as tmp:

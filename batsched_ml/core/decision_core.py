@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..protocol import events as ev
 from ..protocol.codec import ProtocolViolation, parse_alloc
 from ..protocol.coreset import format_mask
-from .job import FINISHED, QUEUED, RUNNING, Job
+from .job import FINISHED, RUNNING, Job
 from .machine import Machine
 from .scheduler import CALL_MARGIN, Context, Scheduler, SchedulingError
 
@@ -205,9 +205,6 @@ class DecisionCore:
         job.alloc = 0  # its cores are free: an ended job keeping a bitmask would cost O(machine) each
 
     # --------------------------------------------------------------- queries
-    def pending_jobs(self) -> list:
-        return [j for j in self.jobs.values() if j.state == QUEUED]
-
     def running_jobs(self) -> list:
         return [j for j in self.jobs.values() if j.state == RUNNING]
 

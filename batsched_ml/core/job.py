@@ -56,7 +56,3 @@ class Job:
     @property
     def expected_end(self) -> float:
         return self.start_time + self.estimate
-
-    @property
-    def area(self) -> float:
-        return self.estimate * self.res

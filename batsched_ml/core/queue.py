@@ -32,7 +32,6 @@ class JobQueue:
         self._sorted = None if policy.dynamic else SortedList()
         self._keys: dict = {}
         self._dynamic_cache = None  # (now, jobs sorted at now): a dynamic order, sorted once per instant
-        self.reorders = 0  # ``rekey`` calls: a copy of a static order is stale when this changes
         # requested cores -> (estimate, seq) of the queued jobs of that size: lets a backfilling
         # pass see that no queued job can fit any more without reading the queue
         self._by_size = SortedDict()
@@ -53,8 +52,8 @@ class JobQueue:
 
     @property
     def static(self) -> bool:
-        """Whether the order changes only by arrivals, departures and ``rekey`` (a static
-        policy and no starvation threshold): a caller may then keep a copy up to date."""
+        """Whether the order changes only by arrivals and departures (a static policy and no
+        starvation threshold): a caller may then keep a copy up to date."""
         return self._sorted is not None and self.starvation_threshold is None
 
     def position(self, job) -> int:
@@ -116,24 +115,6 @@ class JobQueue:
             self._sorted.remove((self._keys.pop(job), job))
         if self.starvation_threshold is not None:
             self._arrivals.remove((job.submission_time, self._arrival_no.pop(job)))
-
-    def rekey(self, job, now: float) -> None:
-        """Re-insert a job whose key inputs changed (e.g. a new estimate)."""
-        if job not in self._by_arrival:
-            return
-        self._dynamic_cache = None
-        self.reorders += 1
-        self._unindex(job)
-        sized = self._by_size[job.res]
-        sized.remove((self._estimates[job], job.seq))
-        sized.add((job.estimate, job.seq))
-        self._estimates[job] = job.estimate
-        if self._sorted is not None:
-            self._sorted.remove((self._keys[job], job))
-            key = (self.policy.key(job, now), job.seq)
-            self._keys[job] = key
-            self._sorted.add((key, job))
-        self._index(job)
 
     def _starving(self, now: float) -> list:
         limit = now - self.starvation_threshold

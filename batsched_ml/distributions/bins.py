@@ -43,10 +43,6 @@ class RuntimeBins:
         idx = np.searchsorted(self.edges, runtime, side="right") - 1
         return np.clip(idx, 0, len(self.lo) - 1)
 
-    def histogram(self, runtimes) -> np.ndarray:
-        return np.bincount(np.atleast_1d(self.index(np.asarray(runtimes, dtype=np.float64))),
-                           minlength=len(self.lo)).astype(np.float64)
-
     def condition_on_walltime(self, proba: np.ndarray, upper: float) -> np.ndarray | None:
         """``condition`` of one row with ``lower = 0`` (a job not started yet), fast; None
         when no mass is left below ``upper``."""

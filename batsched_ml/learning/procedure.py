@@ -2,7 +2,7 @@
 
 1. tuples (S, Q) of consecutive jobs of a workload (the Lublin model by default);
 2. each tuple's trial scores (``trials.trial_scores``), one task per tuple through the
-   campaign executor (local cores or a Dask cluster), appended to a scores CSV as they
+   task executor (local cores or a Dask cluster), appended to a scores CSV as they
    finish, so an interrupted run resumes with the tuples already scored;
 3. the 576-shape regression (``regression.fit_all``), shapes fitted in parallel too;
 4. the top functions written as a JSON policy file for ``--policy learned:FILE#k``.
@@ -81,7 +81,7 @@ def learn_policy(cores: int, tuples: int, trials: int, seed: int, output: str | 
                  scheduler_address: str | None = None, progress: bool = True, log=print) -> dict:
     """Run the procedure; returns the policy document written to ``output``. Interrupted (Ctrl-C,
     SIGTERM), the KeyboardInterrupt carries what was kept (``interrupts.note_kept``)."""
-    from ..campaign.executor import iter_tasks, map_tasks
+    from ..executor import iter_tasks, map_tasks
     from ..interrupts import note_kept
 
     shapes = all_shapes(bases or tuple(BASES), operators or tuple(OPERATORS))  # checked before any work

@@ -1,5 +1,5 @@
 """``CountProfile`` with its slices in numpy arrays: the profile of the compiled
-conservative pass (``compression.py``) between passes."""
+conservative pass (``compression/``) between passes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .profile import CountProfile
 
 class ArrayCountProfile(CountProfile):
     """``CountProfile`` with its slices in numpy arrays, for the compiled conservative pass
-    (``compression.py``), which reads and returns arrays: converting thousands of slices
+    (``compression/``), which reads and returns arrays: converting thousands of slices
     to and from lists at every pass cost more than the few slice operations between passes
     (a job's release, the present moving on), which are done here on the arrays. Same
     slices as the list version, operation for operation; only the compiled pass searches

@@ -24,7 +24,7 @@ proved that nothing fits (``NoFitBefore``). With batsched's model the job must
 also keep its cores (``CoreProfile.reinsertion``). The result is exactly the
 re-insertion's (tests/test_profile_search.py). Even so a burst needs about
 0.4 n^2 moves, so with the counting model a long queue is planned by a compiled
-pass (``compression.py``, numba), with the same schedules: from ``COMPILED_FROM``
+pass (``compression/``, numba), with the same schedules: from ``COMPILED_FROM``
 queued jobs on, back to Python below ``COMPILED_UNTIL`` (short queues, the common
 case, never pay numba's import). Option ``compiled``: true/false forces either.
 """
@@ -52,17 +52,15 @@ class ConservativeBackfilling(ProfileScheduler):
     def __init__(self, policy=None, reservations="count", starvation_threshold=None, estimator=None,
                  rjms_delay=None, compiled: bool | None = None):
         """``compiled``: None (default) runs the counting model's pass compiled for long
-        queues when numba is installed, True always, False never (same schedules). No
+        queues, True always, False never (same schedules). No
         ``backfill_order``: every queued job is re-placed in queue order."""
         if not (compiled is None or isinstance(compiled, bool)):
             raise ValueError(f"compiled must be true, false or null (automatic), got {compiled!r}")
         super().__init__(policy=policy, reservations=reservations, starvation_threshold=starvation_threshold,
                          estimator=estimator, rjms_delay=rjms_delay)
-        if compiled and not compression.AVAILABLE:
-            raise ValueError("compiled=true needs numba (pip install numba)")
         if compiled and self.reservations != "count":
             raise ValueError("compiled=true needs --reservations count (the compiled pass counts cores)")
-        self.compiled = compiled if self.reservations == "count" and compression.AVAILABLE else False
+        self.compiled = compiled if self.reservations == "count" else False
         self._table = compression.ReservationTable()  # queued jobs' reservations while compiled
         self._queue_seqs = QueueSeqs()
         self._first_queued_end = math.inf  # earliest end of a reservation in ``_table``
@@ -282,7 +280,6 @@ class QueueSeqs:
         self.jobs: dict = {}  # seq -> queued job
         self._seqs = None  # the order at the last pass, started jobs removed
         self._new: list = []  # queued since
-        self._reorders = 0
 
     def add(self, job) -> None:
         self.jobs[job.seq] = job
@@ -294,7 +291,7 @@ class QueueSeqs:
     def current(self, queue, now: float) -> np.ndarray:
         """The seqs of the queued jobs, highest priority first (``queue.ordered(now)``)."""
         new, self._new = [j for j in self._new if j in queue], []
-        kept = queue.static and self._seqs is not None and queue.reorders == self._reorders
+        kept = queue.static and self._seqs is not None
         if kept:
             placed = sorted((queue.position(job), job.seq) for job in new)
             self._seqs = np.insert(self._seqs, [p - i for i, (p, _) in enumerate(placed)],
@@ -302,7 +299,6 @@ class QueueSeqs:
         if not kept or len(self._seqs) != len(queue):
             jobs = queue.ordered(now)
             self._seqs = np.fromiter((j.seq for j in jobs), np.int64, len(jobs))
-            self._reorders = queue.reorders
         return self._seqs
 
     def drop(self, indices: list) -> None:

@@ -55,7 +55,7 @@ class JobsTracer:
         self.time_computing = 0.0
 
     def job_ended(self, job) -> None:
-        """``job`` is a simulator job record (see ``engine.SimJob``) in a final state, with
+        """``job`` is a simulator job record (see ``records.SimJob``) in a final state, with
         its ``alloc_text`` set if it ran."""
         self.nb_jobs += 1
         name = job.id.partition("!")[2]

@@ -1,18 +1,20 @@
 """Run a picklable function over many items on Dask distributed: a local cluster of worker
 processes (one per core, nothing to start) or an existing Dask scheduler (scale-out).
 
-Generic on purpose: the campaign engine runs its simulations through it, and any other
-"many independent simulations" loop (hyper-parameter trials, sensitivity probes) can too::
+Generic on purpose, and at the bottom of the package's layers (it knows nothing of simulations):
+campaigns run their simulations through it, ``learn-policy`` its trials, and any other "many
+independent simulations" loop (hyper-parameter trials, sensitivity probes) can too::
 
-    from batsched_ml.campaign.executor import map_tasks
+    from batsched_ml.executor import map_tasks
     results = map_tasks(run_trial, trials)                       # all local cores
     results = map_tasks(run_trial, trials, workers=2)            # two worker processes
     results = map_tasks(run_trial, trials, scheduler_address="tcp://head:8786")
 
 ``fn`` and the items must be picklable with cloudpickle: functions of modules the workers can
 import travel by reference, others (``__main__``, lambdas, closures) by value; for a module the
-workers cannot import (a test file), call ``cloudpickle.register_pickle_by_value(module)``. Results come back to the caller's process; Dask re-runs a task
-whose worker died. ``workers=0`` runs in this process, one item after the other (debugging).
+workers cannot import (a test file), call ``cloudpickle.register_pickle_by_value(module)``.
+Results come back to the caller's process; Dask re-runs a task whose worker died. ``workers=0``
+runs in this process, one item after the other (debugging).
 
 Throughput: tasks start in item order, one per worker at a time (put the longest first);
 the embedded cluster is configured to steal little CPU from them (``LOCAL_CLUSTER_CONFIG``)
@@ -105,7 +107,7 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
         return
     import dask
 
-    from ..interrupts import start_shielded
+    from .interrupts import start_shielded
 
     def start_cluster():
         return LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1, processes=True,
@@ -276,7 +278,7 @@ def iter_tasks(fn: Callable, items: Iterable, *, scheduler_address: str | None =
     a bar on a terminal and a periodic status line on stderr otherwise, False for nothing, or
     a :class:`batsched_ml.progress.TaskProgress` of ``len(items)`` tasks.
     """
-    from ..progress import TaskProgress
+    from .progress import TaskProgress
 
     items = list(items)
     if not isinstance(progress, TaskProgress):

@@ -1,19 +1,18 @@
-"""Table 4 of Carastan-Santos & de Camargo (2017) from a carastan2017 campaign's results:
-the MEDIAN over the sequences (windows) of AVEbsld (tau = 10 s), ours beside the paper's.
+"""Figures 4-8 of Carastan-Santos & de Camargo (2017) from a carastan2017 campaign's results:
+per trace, box plots of the sequences' (windows') AVEbsld (tau = 10 s) per policy, one panel per
+setting, log scale, the paper's Table 4 median as a cross.
 
-    python benchmarks/carastan2017_table4.py results/carastan2017 [--figures OUT_DIR]
+    python benchmarks/carastan2017_figures.py results/carastan2017 OUT_DIR
 
-``--figures`` also draws the paper's Figures 4-8 as box plots (one PNG per trace, a panel per
-setting, log scale, the paper's median as a cross).
-
-Paper numbers come from the campaign file's [[paper]] entries (copied into RESULTS_DIR).
+Table 4 itself (the median over the sequences, beside the paper's) is the campaign report's
+aggregate table (``[[tables]]`` of ``experiments/carastan2017.toml``: ``batsched-ml campaign
+report``). Paper numbers come from the campaign file's [[paper]] entries (copied into RESULTS_DIR).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 import tomllib
 from collections import defaultdict
 from pathlib import Path
@@ -30,10 +29,6 @@ def sequence_values(results_dir: Path) -> dict:
             if row["status"] == "ok" and row["avebsld10"]:
                 values[(row["trace"], row["config"])].append(float(row["avebsld10"]))
     return values
-
-
-def medians(results_dir: Path) -> dict:
-    return {key: (statistics.median(v), len(v)) for key, v in sequence_values(results_dir).items()}
 
 
 def figures(results_dir: Path, out_dir: Path) -> list[Path]:
@@ -74,33 +69,10 @@ def paper_values(results_dir: Path) -> dict:
     return {(p["trace"], p["config"]): p["value"] for p in spec.get("paper", [])}
 
 
-def table(results_dir: Path) -> str:
-    ours, paper = medians(results_dir), paper_values(results_dir)
-    lines = ["| trace | setting | n | " + " | ".join(POLICIES) + " |",
-             "|---|---|---:|" + "---:|" * len(POLICIES)]
-    for trace in sorted({t for t, _ in ours}):
-        for setting in SETTINGS:
-            cells, n = [], 0
-            for pol in POLICIES:
-                key = (trace, f"{pol}-{setting}")
-                got = ours.get(key)
-                n = max(n, got[1] if got else 0)
-                ref = paper.get(key)
-                text = "-" if got is None else f"{got[0]:.1f}"
-                if ref is not None:
-                    text += f" ({ref:g})"
-                cells.append(text)
-            if n:
-                lines.append(f"| {trace} | {setting} | {n} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\nours = median AVEbsld (tau 10 s) over the sequences; (paper's Table 4 median).\n"
-
-
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", type=Path)
-    parser.add_argument("--figures", type=Path, metavar="OUT_DIR", help="also draw Figures 4-8 there")
+    parser.add_argument("out_dir", type=Path, help="where the PNG files go")
     args = parser.parse_args()
-    print(table(args.results_dir.resolve()))
-    if args.figures:
-        for path in figures(args.results_dir.resolve(), args.figures):
-            print(f"wrote {path}")
+    for path in figures(args.results_dir.resolve(), args.out_dir):
+        print(f"wrote {path}")

@@ -1,0 +1,84 @@
+"""The figures of a campaign report: per trace, the cumulative bounded slowdown and waiting-time
+curves of each config's first run, and the first metric per config (bars, or every run's value
+when there are several windows or seeds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .results import RAN, metric_value
+from .tasks import run_name, safe_name
+
+__all__ = ["config_colors", "first_run", "jobs_csv_path", "matplotlib_missing", "trace_figures"]
+
+
+def config_colors(configs) -> dict:
+    """One colour per config, by its place in the campaign file: the same in every trace's figures."""
+    configs = list(configs)
+    if len(configs) <= 10:
+        return {c: f"C{i}" for i, c in enumerate(configs)}
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    return {c: cmap(i % 20) for i, c in enumerate(configs)}
+
+
+def first_run(ran: list[dict]) -> tuple[int, int]:
+    """(window, seed) of the run each config's curves are drawn from."""
+    return min(r["window"] for r in ran), min(r["seed"] for r in ran)
+
+
+def jobs_csv_path(results_dir: Path, trace, window, config, seed) -> Path:
+    return results_dir / "runs" / f"{run_name(trace, window, config, seed)}_jobs.csv.gz"
+
+
+def trace_figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict) -> list[tuple[str, str]]:
+    """Write this trace's figures; ``[(caption, file name)]``."""
+    from ..analysis.plots import plot_bars, plot_runs, plot_spread
+
+    out = []
+    ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
+    if not ran:
+        return out
+    window, seed = first_run(ran)
+    runs = []
+    for config in configs:
+        r = next((r for r in ran if r["config"] == config and r["window"] == window and r["seed"] == seed), None)
+        path = jobs_csv_path(results_dir, trace, window, config, seed)
+        if r is not None and path.is_file():
+            runs.append((config, path))
+    slug = safe_name(trace)
+    windows, seeds = len({r["window"] for r in ran}), len({r["seed"] for r in ran})
+    which = "" if windows == 1 and seeds == 1 else f" (window {window}, seed {seed})"
+    if runs:
+        for kind, caption in (("cumbsld", "cumulative bounded slowdown (tau = 60 s) over time"),
+                              ("wait-ecdf", "waiting-time distribution")):
+            name = f"{slug}-{kind}.png"
+            plot_runs([p for _, p in runs], folder / name, kind=kind, labels=[c for c, _ in runs],
+                      title=f"{trace}: {caption}{which}", colors=[colors[c] for c, _ in runs])
+            out.append((f"{caption}{which}", name))
+    values = {c: [v for r in ran if r["config"] == c and (v := metric_value(r, metric)) is not None] for c in configs}
+    values = {c: vs for c, vs in values.items() if vs}
+    if values:
+        if any(len(v) > 1 for v in values.values()):
+            across = "windows and seeds" if windows > 1 and seeds > 1 else "windows" if windows > 1 else "seeds"
+            caption = f"{metric} of every run across {across} (dots; bar: mean)"
+            name = f"{slug}-spread.png"
+            plot_spread(values, folder / name, metric, f"{trace}: {caption}", colors)
+        else:
+            caption = f"{metric} per configuration"
+            name = f"{slug}-bars.png"
+            plot_bars({c: v[0] for c, v in values.items()}, folder / name, metric, f"{trace}: {caption}", colors)
+        out.append((caption, name))
+    return out
+
+
+def matplotlib_missing() -> str | None:
+    """None when figures can be drawn, else the one line saying how to get them."""
+    from ..analysis.plots import PlotError, pyplot
+
+    try:
+        pyplot()
+    except PlotError as exc:
+        return str(exc)
+    return None

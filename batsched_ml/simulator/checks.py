@@ -1,0 +1,83 @@
+"""The rules Batsim enforces on a scheduler's replies and decisions: each check raises
+``SimulationError`` where Batsim would abort, with the message saying which rule broke."""
+
+from __future__ import annotations
+
+from ..protocol.coreset import format_mask
+from .actors import stamp
+
+
+class SimulationError(RuntimeError):
+    """The scheduler broke a rule Batsim enforces (Batsim would abort)."""
+
+
+def check_reply(now: float, reply_now: float, decisions) -> None:
+    """A reply is not in the past, and none of its decisions is after the reply's ``now``."""
+    if reply_now < now:
+        raise SimulationError(f"the scheduler replied with now={reply_now} < {now}")
+    for d in decisions:
+        if d.timestamp > reply_now:
+            raise SimulationError(f"{d.type} has timestamp {d.timestamp} after now={reply_now}")
+
+
+def known_job(jobs: dict, job_id: str, what: str):
+    job = jobs.get(job_id)
+    if job is None:
+        raise SimulationError(f"{what}: unknown job {job_id}")
+    return job
+
+
+def check_waiting(job, what: str) -> None:
+    """EXECUTE_JOB and REJECT_JOB take a submitted job that has not started."""
+    if job.state != "SUBMITTED":
+        raise SimulationError(f"{what} {job.id}: the job is {job.state}, not waiting")
+
+
+def check_execution(job, mask: int, nb_hosts: int, busy: int) -> None:
+    """EXECUTE_JOB's allocation: as many cores as the job requests, on the machine, all idle; and
+    a job the embedded simulator can run (a delay profile)."""
+    if mask.bit_count() != job.res:
+        raise SimulationError(f"EXECUTE_JOB {job.id}: {mask.bit_count()} cores allocated, "
+                              f"the job requests {job.res}")
+    if mask >> nb_hosts:
+        raise SimulationError(f"EXECUTE_JOB {job.id}: allocation {format_mask(mask)} exceeds the "
+                              f"{nb_hosts} hosts")
+    if mask & busy:
+        raise SimulationError(f"EXECUTE_JOB {job.id}: cores {format_mask(mask & busy)} are busy")
+    profile = job.profile
+    if profile.get("type") != "delay":
+        raise SimulationError(f"job {job.id}: profile type {profile.get('type')!r} is not supported by the "
+                              "embedded simulator (only 'delay'); run real Batsim for it")
+
+
+def check_call_later(at: int, t: int, requested: float) -> None:
+    """CALL_ME_LATER is strictly in the future (``at``, ``t``: nanoseconds)."""
+    if not at > t:
+        raise SimulationError(f"CALL_ME_LATER at {requested} is not strictly after now={stamp(t)}")
+
+
+def check_killable(job, job_id: str) -> None:
+    if job.state in ("NOT_SUBMITTED", "SUBMITTED", "REJECTED"):
+        raise SimulationError(f"KILL_JOB {job_id}: the job is {job.state}, not started")
+
+
+def require_dynamic(dynamic_jobs: bool, what: str) -> None:
+    if not dynamic_jobs:
+        raise SimulationError(f"{what} needs dynamic jobs (Batsim's --enable-dynamic-jobs)")
+
+
+def require_registration(dynamic_jobs: bool, registration_open: bool, what: str) -> None:
+    """REGISTER_PROFILE / REGISTER_JOB: dynamic jobs enabled, and registration not finished."""
+    require_dynamic(dynamic_jobs, what)
+    if not registration_open:
+        raise SimulationError(f"{what} after NOTIFY registration_finished")
+
+
+def check_new_profile(profiles: dict, name: str, reuse: bool) -> None:
+    if name in profiles and not reuse:
+        raise SimulationError(f"REGISTER_PROFILE: profile {name!r} already exists")
+
+
+def check_registered_job(job_id: str, job: dict) -> None:
+    if "subtime" not in job:
+        raise SimulationError(f"REGISTER_JOB {job_id}: 'subtime' is required")
