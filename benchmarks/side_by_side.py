@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import sys
 import tomllib
 from collections import defaultdict
 from pathlib import Path
 
-# the numbers a run is judged by; a run whose values all agree is "unchanged"
+# the numbers a run is judged by (those both files have); a run whose values all agree to 1e-5
+# (a compact results.csv keeps 6 significant digits) is "unchanged"
 COMPARED = ("jobs", "avebsld10", "avebsld60", "mean_wait", "max_wait", "utilisation", "makespan")
 
 
@@ -40,7 +42,8 @@ def paper_values(results_dir: Path, metric: str) -> dict:
 
 
 def same_run(a: dict, b: dict) -> bool:
-    return all(float(a[k] or "nan") == float(b[k] or "nan") or a[k] == b[k] for k in COMPARED)
+    return all(math.isclose(float(a[k]), float(b[k]), rel_tol=1e-5) or a[k] == b[k]
+               for k in COMPARED if k in a and k in b)
 
 
 def table(old_csv: Path, new_dir: Path, metric: str, median: bool, changed_only: bool) -> str:

@@ -49,3 +49,11 @@ def test_a_missing_file_is_one_line(tmp_path):
     done = run(tmp_path / "nothing.csv", tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip() == f"side_by_side.py: error: no such file: {tmp_path / 'nothing.csv'}"
+
+
+def test_a_compact_old_file_rounded_to_six_digits_is_unchanged(tmp_path):
+    write_results(tmp_path / "new" / "results.csv", [("T", 0, "easy", 83.47100360472865, 17593.888967910283)])
+    (tmp_path / "old.csv").write_text("trace,window,config,seed,status,jobs,avebsld10,mean_wait\n"
+                                      "T,0,easy,0,ok,10,83.471,17593.9\n")
+    done = run(tmp_path / "old.csv", tmp_path / "new")
+    assert done.stdout.splitlines()[2] == "| T | easy | 1 | 0 | 83.47 | 83.47 | = |  |"
