@@ -9,7 +9,8 @@ seconds per 1,000 jobs and the longest queue seen.
 
 Usage: python benchmarks/bench_long_queue.py [--jobs 20000] [--cores 8192] [--load 1.3]
        [--scheduler easy] [--policy fcfs] [--reservations count|cores] [--backfill-order queue|sjbf]
-       [--predictor ave2 --correction incremental] [--seed 0] [--profile]
+       [--predictor ave2 --correction incremental] [--distribution hmm|user|forest|walltime]
+       [--classifier random-forest] [--seed 0] [--profile]
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         rows = [self._padded(j) for j in jobs]
         width = max(n for _, n in rows)
         stacked = np.array([r for r, _ in rows])[:, :, :width]
-        return outlook.risks([j.res for j in jobs], stacked[:, 0], now + stacked[:, 1]).tolist()
+        return outlook.risks([j.res for j in jobs], stacked[:, 0], now + stacked[:, 1], self.tau).tolist()
 
     def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
         """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
