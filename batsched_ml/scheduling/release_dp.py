@@ -57,15 +57,13 @@ class ReleaseOutlook:
         self._jobs = np.asarray(jobs, dtype=np.int64)
         self._cum = np.asarray(cum, dtype=np.float64)
         self._group = new.cumsum() - 1
-        # a handful of integers: plain Python (exact, and cheaper than numpy calls on tiny arrays)
-        cores = np.asarray(cores, dtype=np.int64).tolist()
-        self.unit = unit = math.gcd(*cores) or 1
-        self.units = np.array([c // unit for c in cores], dtype=np.int64)
+        cores = np.asarray(cores, dtype=np.int64)
+        self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
+        self.units = cores // unit
         self.missing = int(missing)
-        self.sizes = sorted(set(int(s) for s in sizes))
-        self.column = {s: k for k, s in enumerate(self.sizes)}
+        self.sizes = np.unique(np.asarray(sizes, dtype=np.int64))
         self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
-        self.hi = np.array([(self.missing + s - 1) // unit for s in self.sizes], dtype=np.int64)  # ... < c_q + r
+        self.hi = (self.missing + self.sizes - 1) // unit  # ... < c_q + r
         self.width = max(int(self.hi.max(initial=0)), self.lo) + 1
         self._restart()
 
@@ -105,45 +103,28 @@ class ReleaseOutlook:
         with zero probabilities. With ``tau``, a candidate is decided as soon as the event times
         computed so far show that its risk reaches ``tau`` (the paper's early exit): its value is
         then that lower bound (>= tau), and later times are only computed for the others."""
-        q = np.asarray(q, dtype=np.float64)
+        q = np.ascontiguousarray(q, dtype=np.float64)
         idx = self.times.searchsorted(ends, side="left")
-        cols = np.array([self.column[int(s)] for s in sizes], dtype=np.int64)[:, None]
-        last = np.maximum.reduce(np.where(q > 0.0, idx, 0), axis=1, initial=0)  # times each one needs
+        cols = self.sizes.searchsorted(sizes)
+        if self._columns < len(self.sizes) and (idx > self._exact[cols][:, None]).any():
+            self._restart()  # a narrower stretch left out a size needed further
         out = np.empty(len(cols))
-        if (idx > self._exact[cols]).any():  # a narrower stretch left out a size needed further
-            self._restart()
-        open_ = np.arange(len(cols))
-        while len(open_):
-            need = int(last[open_].max())
-            if need <= self.done or tau is None:
-                if need > self.done:
-                    self._compute(need, int(cols[open_].max()) + 1)
-                rest = open_
-                out[rest] = np.add.reduce(q[rest] * self._runmax0[idx[rest], cols[rest]], axis=1)
-                break
-            # a stretch of what they need, for the sizes they have
-            self._compute(min(need, max(2 * self.done, self.done + MIN_CHUNK)), int(cols[open_].max()) + 1)
-            done = self.done
-            known = idx[open_] <= done
-            qo = q[open_]
-            total = np.add.reduce(np.where(known, qo * self._runmax0[np.minimum(idx[open_], done), cols[open_]], 0.0),
-                                  axis=1)
-            left = 1.0 - np.add.reduce(np.where(known, qo, 0.0), axis=1)
-            bound = total + np.maximum(left, 0.0) * self._runmax0[done, cols[open_, 0]]
-            refused = (bound >= tau) & (bound > 0.0) & (last[open_] > done)
-            out[open_[refused]] = bound[refused]
-            finished = (last[open_] <= done) & ~refused
-            if finished.any():
-                rest = open_[finished]
-                out[rest] = np.add.reduce(q[rest] * self._runmax0[idx[rest], cols[rest]], axis=1)
-            open_ = open_[~(refused | finished)]
+        is_open = np.ones(len(cols), dtype=bool)
+        early = -1.0 if tau is None else float(tau)
+        n_open, need, columns = release_kernel.decide(q, idx, cols, self._runmax0, self.done, early, is_open, out)
+        while n_open:
+            # the stretch they need (all of it without an early exit), for the sizes they have
+            stop = need if tau is None else min(need, max(2 * self.done, self.done + MIN_CHUNK))
+            self._compute(stop, columns)
+            n_open, need, columns = release_kernel.decide(q, idx, cols, self._runmax0, self.done, early, is_open,
+                                                          out)
         return out
 
     def risk(self, size: int, q, ends, tau: float) -> tuple[bool, float]:
         """``(accepted, risk)`` of a candidate of ``size`` cores ending in bin j (probability
         ``q[j]``) no later than ``ends[j]`` (non-decreasing). When refused early, ``risk`` is
         the lower bound that reached ``tau``."""
-        col = self.column[int(size)]
+        col = int(self.sizes.searchsorted(size))
         runmax = self.runmax
         idx = np.searchsorted(self.times, ends, side="left")  # event times strictly before each end
         total, left = 0.0, 1.0

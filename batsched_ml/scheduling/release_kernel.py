@@ -272,30 +272,80 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
     stack[0, 0] = sp
 
 
+@_kernel
+def _plan(m, width, n_sizes, units, ev_job, ev_p, ev_rel):
+    """The tree of ``_tree`` and the state of a walk that has not begun: a buffer per depth
+    (row 0: nothing released yet), the units surely released per buffer, the stack, the
+    running maximum per size, ``_multiply``'s scratch, and the output rows."""
+    job, first, last, prob = _intervals(m, np.zeros(len(units)), ev_job, ev_p, ev_rel)
+    size, start, f_units, f_probs, added, reach = _tree(max(m, 1), width, units, job, first, last, prob)
+    depth = 1
+    while (1 << (depth - 1)) < size:
+        depth += 1
+    buf = np.zeros((depth, width))
+    buf[0, 0] = 1.0
+    offset = np.zeros(depth, np.int64)
+    stack = np.zeros((2 * depth + 2, 3), np.int64)  # row 0: nodes waiting; then (node, buffer, copy from)
+    if m > 0:
+        stack[0, 0] = 1
+        stack[1, 0], stack[1, 1], stack[1, 2] = 1, 0, -1
+    return (size, start, f_units, f_probs, added, reach, buf, offset, stack, np.zeros(n_sizes), np.empty(width),
+            np.zeros((m, n_sizes)))
+
+
+@_kernel
+def decide(q, idx, cols, runmax0, done, tau, is_open, out):
+    """For each open candidate (``q``/``idx``: its bins' probabilities and event-time indices,
+    ``runmax0[k]`` the running max before time k, known up to ``done``): its risk when every
+    bin it has is known (``out``, closed); with ``tau >= 0``, a lower bound that already
+    reaches ``tau`` (the paper's early exit; ``out`` = the bound, closed). Returns how many
+    stay open, the event times they need and how many sizes (columns) they use."""
+    n_open, need, columns = 0, 0, 0
+    for c in range(len(cols)):
+        if not is_open[c]:
+            continue
+        col = cols[c]
+        last = 0
+        for b in range(q.shape[1]):
+            if q[c, b] > 0.0 and idx[c, b] > last:
+                last = idx[c, b]
+        if last <= done:
+            total = 0.0
+            for b in range(q.shape[1]):
+                total += q[c, b] * runmax0[idx[c, b], col]
+            out[c] = total
+            is_open[c] = False
+            continue
+        if tau >= 0.0:
+            total, left = 0.0, 1.0
+            for b in range(q.shape[1]):
+                if idx[c, b] <= done:
+                    total += q[c, b] * runmax0[idx[c, b], col]
+                    left -= q[c, b]
+            bound = total + max(left, 0.0) * runmax0[done, col]  # the running max can only grow
+            if bound >= tau and bound > 0.0:
+                out[c] = bound
+                is_open[c] = False
+                continue
+        n_open += 1
+        need = max(need, last)
+        columns = max(columns, col + 1)
+    return n_open, need, columns
+
+
 class ReleaseWalk:
     """The divide and conquer over ``m`` event times, walked left to right as far as asked:
     ``advance(stop, columns)`` returns the rows of the event times up to ``stop``."""
 
     def __init__(self, m, width, lo, his, units, ev_job, ev_p, ev_rel):
         self.m, self.width, self.lo, self.his = m, width, lo, his
-        intervals = _intervals(m, np.zeros(len(units)), ev_job, ev_p, ev_rel)
-        self.tree = _tree(max(m, 1), width, units, *intervals)
-        depth = int(self.tree[0]).bit_length()
-        self.buf = np.zeros((depth + 1, width))
-        self.buf[0, 0] = 1.0
-        self.offset = np.zeros(depth + 1, np.int64)  # units surely released: buf[b][i] = P(released = i + offset)
-        self.stack = np.zeros((2 * depth + 3, 3), np.int64)  # row 0: nodes waiting; then (node, buffer, copy from)
-        self.stack[0, 0] = 1 if m else 0
-        self.stack[1] = (1, 0, -1)
-        self.best = np.zeros(len(his))
-        self.scratch = np.empty(width)
-        self.out = np.zeros((m, len(his)))
+        state = _plan(m, width, len(his), units, ev_job, ev_p, ev_rel)
+        self.tree, self.walk, self.out = state[:6], state[6:11], state[11]
 
     def advance(self, stop: int, columns: int) -> np.ndarray:
         """``out`` with its rows up to ``stop`` filled for the ``columns`` smallest sizes (the
         counts above theirs are not computed from now on)."""
         width = max(int(self.his[columns - 1]) + 1 if columns else 0, self.lo + 1)
         self.width = min(self.width, width)
-        _walk(self.m, self.lo, self.his, columns, self.width, stop, *self.tree, self.buf, self.offset,
-              self.stack, self.best, self.scratch, self.out)
+        _walk(self.m, self.lo, self.his, columns, self.width, stop, *self.tree, *self.walk, self.out)
         return self.out
