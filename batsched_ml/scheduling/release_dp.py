@@ -34,7 +34,7 @@ import numpy as np
 
 from . import release_kernel
 
-MIN_CHUNK = 32  # event times computed at once (grows geometrically with what candidates need)
+MIN_CHUNK = 16  # event times computed at once (grows geometrically with what candidates need)
 
 
 # The hot paths call ndarray methods and ufunc reductions (``a.cumsum()``, ``np.add.reduce``) rather
@@ -61,7 +61,7 @@ class ReleaseOutlook:
         self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
         self.units = cores // unit
         self.missing = int(missing)
-        self.sizes = np.unique(np.asarray(sizes, dtype=np.int64))
+        self.sizes = np.array(sorted(set(sizes)), dtype=np.int64)
         self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
         self.hi = (self.missing + self.sizes - 1) // unit  # ... < c_q + r
         self.width = max(int(self.hi.max(initial=0)), self.lo) + 1
@@ -73,27 +73,26 @@ class ReleaseOutlook:
                                                 self._cum, self._group)
         self._columns = len(self.sizes)  # sizes still computed
         # max over t_h <= t_g of D_h(r), after a row of zeros (nothing before the first time)
-        self._runmax0 = np.zeros((len(self.times) + 1, len(self.sizes)))
+        self._runmax0 = self._walk.runmax0
         self.runmax = self._runmax0[1:]
-        # column k of runmax0 holds the running max up to row exact[k] (later stretches computed
-        # only the smaller sizes that undecided candidates still needed)
-        self._exact = np.full(len(self.sizes), len(self.times) + 1)
+        # once later stretches computed only the smaller sizes that undecided candidates still
+        # needed, column k of runmax0 holds the running max up to row exact[k]
+        self._exact = None
 
     def _compute(self, b: int, columns: int | None = None) -> None:
         """D for the event times [done, b) (from now on for the ``columns`` smallest sizes only:
         the counts above theirs are then not needed), then the running max."""
-        a = self.done
         columns = self._columns if columns is None else min(columns, self._columns)
         if columns < self._columns:
-            self._exact[columns:] = a
+            if self._exact is None:
+                self._exact = np.full(len(self.sizes), len(self.times) + 1)
+            self._exact[columns:] = self.done
             self._columns = columns
-        d = self._walk.advance(b, columns)[a:b, :columns]
-        np.maximum(d[0], self._runmax0[a, :columns], out=d[0])
-        np.maximum.accumulate(d, axis=0, out=self.runmax[a:b, :columns])
+        self._walk.advance(b, columns)
         self.done = b
 
     def _ensure(self, k: int, column: int | None = None) -> None:
-        if column is not None and k > self._exact[column]:
+        if column is not None and self._exact is not None and k > self._exact[column]:
             self._restart()  # a narrower stretch left this size out: compute again, every size
         if k > self.done:
             self._compute(min(len(self.times), max(k, 2 * self.done, self.done + MIN_CHUNK)))
@@ -106,7 +105,7 @@ class ReleaseOutlook:
         q = np.ascontiguousarray(q, dtype=np.float64)
         idx = self.times.searchsorted(ends, side="left")
         cols = self.sizes.searchsorted(sizes)
-        if self._columns < len(self.sizes) and (idx > self._exact[cols][:, None]).any():
+        if self._exact is not None and (idx > self._exact[cols][:, None]).any():
             self._restart()  # a narrower stretch left out a size needed further
         out = np.empty(len(cols))
         is_open = np.ones(len(cols), dtype=bool)
@@ -164,7 +163,10 @@ class RunningTerminations:
     def __init__(self, grace: float):
         self.grace = grace
         self._ids: dict = {}  # job -> registration number (increasing: ties in time go by start order)
-        self._info: dict = {}  # registration number -> (cores, start, start + walltime, total mass)
+        # per registration number: (cores, start, start + walltime, total mass), and whether it runs
+        self._info = np.zeros((64, 4))
+        self._alive = np.zeros(64, dtype=bool)
+        self._oldest = 0  # no job registered before this one still runs
         self._next = 0
         # every event, one column each, sorted by (time, registration); rows: see ``_ROWS``
         self._ev = np.zeros((len(self._ROWS), 0))
@@ -182,6 +184,9 @@ class RunningTerminations:
         ends = np.asarray(ends, dtype=np.float64)
         oid = self._next
         self._next += 1
+        if oid == len(self._alive):
+            self._info = np.concatenate((self._info, np.zeros_like(self._info)))
+            self._alive = np.concatenate((self._alive, np.zeros_like(self._alive)))
         block = np.empty((len(self._ROWS), len(ends)))  # one column per event, rows as ``_ROWS``
         end, owner, mass, rel_lo, log_end, log_width, cum = block
         np.add(start, ends, out=end)
@@ -192,7 +197,8 @@ class RunningTerminations:
         np.subtract(log_end, np.log(rel_lo), out=log_width)
         mass.cumsum(out=cum)
         self._ids[job] = oid
-        self._info[oid] = (job.res, start, start + upper, float(cum[-1]))
+        self._info[oid] = (job.res, start, start + upper, cum[-1])
+        self._alive[oid] = True
         self._pending.append(block)
         self._built = None
 
@@ -200,7 +206,7 @@ class RunningTerminations:
         oid = self._ids.pop(job, None)
         if oid is None:
             return
-        del self._info[oid]
+        self._alive[oid] = False
         self._gone.add(oid)
         self._built = None
 
@@ -226,8 +232,11 @@ class RunningTerminations:
         """Per-job arrays (job slot = rank of its registration) and the events' owner slots."""
         if self._pending or self._gone:
             self._merge()
-        ids = np.fromiter(self._info, dtype=np.int64, count=len(self._info))
-        info = np.array(list(self._info.values()), dtype=np.float64).reshape(len(ids), 4)
+        alive = self._alive
+        while self._oldest < self._next and not alive[self._oldest]:
+            self._oldest += 1
+        ids = self._oldest + np.flatnonzero(alive[self._oldest:self._next])
+        info = self._info[ids]
         cores = info[:, 0].astype(np.int64)
         end, oid, mass, rel_lo, log_end, log_width, cum = self._ev
         self._built = (cores, info[:, 1], info[:, 2], info[:, 3], end, ids.searchsorted(oid.astype(np.int64)),

@@ -188,12 +188,13 @@ def _window_sum(a, c0, c1):
 
 @_kernel
 def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added, reach, buf, offset, stack, best,
-          scratch, out):
-    """Depth first, left to right, until the next leaf is ``stop`` or later (``stack[0, 0]`` is
-    how many nodes are waiting, so that the next call resumes there): ``out[g, k]`` =
-    P(lo <= released <= his[k]) at leaf ``g`` for the ``columns`` first sizes, 0 where a subtree
-    was skipped because it cannot raise ``best``, their running maximum. ``width`` (the counts
-    that matter: above ``his[columns - 1]``) may shrink from one call to the next, never grow."""
+          scratch, runmax0):
+    """Depth first, left to right, until the next leaf is ``stop`` or later (``stack[0]``: how
+    many nodes wait, and the leaves done, so that the next call resumes there), then
+    ``runmax0[g + 1, k]`` = max over leaves h <= g of P(lo <= released <= his[k]) at leaf
+    ``h``, for the ``columns`` first sizes (a subtree that cannot raise ``best``, that
+    running maximum, is skipped). ``width`` (the counts that matter: above
+    ``his[columns - 1]``) may shrink from one call to the next, never grow."""
     sp = stack[0, 0]
     while sp > 0:
         v, b, parent = stack[sp, 0], stack[sp, 1], stack[sp, 2]
@@ -249,7 +250,7 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
                     acc += _window_sum(a, c - s, his[k] + 1 - s)
                     c = his[k] + 1
                 d = acc if his[k] >= lo else 0.0
-                out[g, k] = d
+                runmax0[g + 1, k] = d
                 if d > best[k]:
                     best[k] = d
             continue
@@ -270,27 +271,36 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
         sp += 1
         stack[sp, 0], stack[sp, 1], stack[sp, 2] = 2 * v, b + 1, b
     stack[0, 0] = sp
+    done = stack[0, 1]
+    stop = min(stop, m)
+    for g in range(done, stop):
+        for k in range(columns):
+            if runmax0[g, k] > runmax0[g + 1, k]:
+                runmax0[g + 1, k] = runmax0[g, k]
+    stack[0, 1] = max(done, stop)
 
 
 @_kernel
 def _plan(m, width, n_sizes, units, ev_job, ev_p, ev_rel):
     """The tree of ``_tree`` and the state of a walk that has not begun: a buffer per depth
     (row 0: nothing released yet), the units surely released per buffer, the stack, the
-    running maximum per size, ``_multiply``'s scratch, and the output rows."""
+    running maximum per size, ``_multiply``'s scratch, and the running maxima per event time
+    (after a row of zeros: nothing before the first time)."""
     job, first, last, prob = _intervals(m, np.zeros(len(units)), ev_job, ev_p, ev_rel)
     size, start, f_units, f_probs, added, reach = _tree(max(m, 1), width, units, job, first, last, prob)
     depth = 1
     while (1 << (depth - 1)) < size:
         depth += 1
-    buf = np.zeros((depth, width))
+    buf = np.empty((depth, width))  # a row is written (copied from its parent's) before it is read
+    buf[0] = 0.0
     buf[0, 0] = 1.0
     offset = np.zeros(depth, np.int64)
-    stack = np.zeros((2 * depth + 2, 3), np.int64)  # row 0: nodes waiting; then (node, buffer, copy from)
+    stack = np.zeros((2 * depth + 2, 3), np.int64)  # row 0: nodes waiting, leaves done; then (node, buffer, copy from)
     if m > 0:
         stack[0, 0] = 1
         stack[1, 0], stack[1, 1], stack[1, 2] = 1, 0, -1
     return (size, start, f_units, f_probs, added, reach, buf, offset, stack, np.zeros(n_sizes), np.empty(width),
-            np.zeros((m, n_sizes)))
+            np.zeros((m + 1, n_sizes)))
 
 
 @_kernel
@@ -335,17 +345,17 @@ def decide(q, idx, cols, runmax0, done, tau, is_open, out):
 
 class ReleaseWalk:
     """The divide and conquer over ``m`` event times, walked left to right as far as asked:
-    ``advance(stop, columns)`` returns the rows of the event times up to ``stop``."""
+    ``runmax0[g + 1]`` holds, per size, the largest probability over the times up to ``g``
+    once ``advance`` went past ``g``."""
 
     def __init__(self, m, width, lo, his, units, ev_job, ev_p, ev_rel):
         self.m, self.width, self.lo, self.his = m, width, lo, his
         state = _plan(m, width, len(his), units, ev_job, ev_p, ev_rel)
-        self.tree, self.walk, self.out = state[:6], state[6:11], state[11]
+        self.tree, self.walk, self.runmax0 = state[:6], state[6:11], state[11]
 
-    def advance(self, stop: int, columns: int) -> np.ndarray:
-        """``out`` with its rows up to ``stop`` filled for the ``columns`` smallest sizes (the
-        counts above theirs are not computed from now on)."""
+    def advance(self, stop: int, columns: int) -> None:
+        """Up to event time ``stop``, for the ``columns`` smallest sizes (the counts above
+        theirs are not computed from now on)."""
         width = max(int(self.his[columns - 1]) + 1 if columns else 0, self.lo + 1)
         self.width = min(self.width, width)
-        _walk(self.m, self.lo, self.his, columns, self.width, stop, *self.tree, *self.walk, self.out)
-        return self.out
+        _walk(self.m, self.lo, self.his, columns, self.width, stop, *self.tree, *self.walk, self.runmax0)
