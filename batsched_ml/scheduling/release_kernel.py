@@ -1,6 +1,6 @@
-"""The release DP of ``release_dp`` over a stretch of event times, compiled with numba.
+"""The release DP of ``release_dp``, compiled with numba.
 
-For every event time ``g`` of a stretch, the probability that the running jobs have released
+For every event time ``g``, the probability that the running jobs have released
 between ``lo`` and ``hi_k`` units (one ``hi`` per candidate size) is read from the distribution
 of released units at ``g``, the product of one factor ``1 - p_i(g) + p_i(g) z^u_i`` per running
 job (``p_i(g)``: P(job i ended by ``t_g``)). A job's factor only changes at its own events, so
@@ -18,7 +18,10 @@ exactly zero. Cost O(events x log(times) x window), and the window is narrow:
 * a node whose upper bound (the mass in ``[lo - M, hi_k]``) cannot raise the running maximum
   of any size is not descended into (``runmax`` is all that the risks read).
 
-The functions run as plain Python when numba is missing (tests, slowly).
+The tree is walked left to right, as far as the undecided candidates need (``ReleaseWalk``:
+the walk resumes where it stopped); ``decide`` settles each candidate as soon as the times
+walked so far give its risk, or show that it reaches tau (the paper's early exit). The
+functions run as plain Python when numba is missing (tests, slowly).
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import importlib.util
 import numpy as np
 
 AVAILABLE = importlib.util.find_spec("numba") is not None
-MARGIN = 1e-12  # a subtree is skipped only when its bound is this far below the running maximum
+# a subtree is skipped only when its bound is this far below the running maximum: far above the
+# rounding of the sums (up to ~10^5 terms), so a skipped leaf could not have raised it
+MARGIN = 1e-9
 _KERNELS: list = []
 _COMPILED = False
 
