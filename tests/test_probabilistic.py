@@ -235,6 +235,25 @@ def test_early_exits_decide_as_the_full_risks(seed):
         np.testing.assert_array_equal(again, full)
 
 
+def test_a_single_risk_after_a_narrowed_batch_is_computed_afresh():
+    rng = np.random.default_rng(7)
+    args = large_case(rng)
+    sizes, q, ends = random_candidates(rng, args[5], 30)
+    outlook = ReleaseOutlook(*args)
+    outlook.risks(sizes, q, ends, 0.01)  # refuses most early: later stretches for small sizes only
+    fresh = ReleaseOutlook(*args)
+    widest = max(args[5])
+    one_q, one_ends = np.array([0.5, 0.5]), np.array([60.0, 125.0])
+    assert outlook.risk(widest, one_q, one_ends, 2.0) == fresh.risk(widest, one_q, one_ends, 2.0)
+
+
+def test_inconsistent_events_are_refused():
+    with pytest.raises(ValueError):
+        ReleaseOutlook([1.0, 2.0], [0], [1.0, 1.0], [4], 1, [1])
+    with pytest.raises(ValueError):
+        ReleaseOutlook([1.0], [3], [1.0], [4], 1, [1])  # no running job 3
+
+
 def test_a_job_as_wide_as_the_window_only_scales_it():
     """A running job wider than every needed count: released, it takes the count past the
     window; kept, it leaves the other jobs' distribution as is."""

@@ -49,13 +49,17 @@ class ReleaseOutlook:
         ``cores[i]``: cores of running job i; ``missing`` = c_q >= 1; ``sizes``: candidate sizes."""
         release_kernel.compile_kernels()
         times = np.asarray(times, dtype=np.float64)
+        self._jobs = jobs = np.asarray(jobs, dtype=np.int64)
+        self._cum = np.asarray(cum, dtype=np.float64)
+        # the compiled walk trusts these (no bounds checks)
+        if len(times) != len(jobs) or len(jobs) != len(self._cum) or (
+                len(jobs) and not 0 <= jobs.min() <= jobs.max() < len(cores)):
+            raise ValueError("one running job's index and one probability per event time")
         new = np.empty(len(times), dtype=bool)  # times are sorted: distinct ones start a group
         if len(times):
             new[0] = True
             np.not_equal(times[1:], times[:-1], out=new[1:])
         self.times = times[new]
-        self._jobs = np.asarray(jobs, dtype=np.int64)
-        self._cum = np.asarray(cum, dtype=np.float64)
         self._group = new.cumsum() - 1
         cores = np.asarray(cores, dtype=np.int64)
         self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
@@ -124,13 +128,12 @@ class ReleaseOutlook:
         ``q[j]``) no later than ``ends[j]`` (non-decreasing). When refused early, ``risk`` is
         the lower bound that reached ``tau``."""
         col = int(self.sizes.searchsorted(size))
-        runmax = self.runmax
         idx = np.searchsorted(self.times, ends, side="left")  # event times strictly before each end
         total, left = 0.0, 1.0
         for qj, k in zip(np.asarray(q, dtype=np.float64).tolist(), idx.tolist()):
             if k > 0:
-                self._ensure(k, col)
-                pmax = runmax[k - 1, col]
+                self._ensure(k, col)  # (may start the walk again: read runmax after it)
+                pmax = self.runmax[k - 1, col]
             else:
                 pmax = 0.0
             total += qj * pmax
