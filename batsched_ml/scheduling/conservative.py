@@ -139,14 +139,7 @@ class ConservativeBackfilling(ProfileScheduler):
         one instant the first in the queue is placed first. batsched (``cores``) places them
         in the order they were released, and so do we there."""
         arrivals = [j for j in self._released if j in self.queue]
-        if len(arrivals) > 1 and self.reservations == "count":
-            queue = self.queue
-            if queue.static:
-                arrivals.sort(key=queue.position)
-            else:
-                rank = {job: i for i, job in enumerate(queue.ordered(now))}
-                arrivals.sort(key=rank.__getitem__)
-        return arrivals
+        return arrivals if self.reservations == "cores" else self.queue.in_queue_order(arrivals, now)
 
     def compressing(self, now: float) -> bool:
         """Whether this pass re-plans the whole queue: a job ended, an estimate changed or
