@@ -65,13 +65,14 @@ CONFIGS = {
 RESULT = re.compile(r"cpu ([0-9.]+) s\), ([0-9.]+) cpu s per 1,000 jobs, longest queue ([0-9,]+) jobs")
 
 
-def table(configs, jobs: int, cores: int, load: float, seed: int) -> None:
-    """One fresh process per configuration (imports and numba's loading counted, as in a real run)."""
+def table(configs, jobs: int, cores: int, load: float, seed: int, prefix: str | None = None) -> None:
+    """One fresh process per configuration (imports and numba's loading counted, as in a real run);
+    each run's outputs at ``PREFIX-CONFIGURATION-CORES`` (``/tmp/bench-long-queue`` by default)."""
     print("| configuration | cores | jobs | CPU s | CPU s per 1,000 jobs | longest queue |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in configs:
         argv = [sys.executable, __file__, *CONFIGS[name], "--jobs", str(jobs), "--cores", str(cores), "--load",
-                str(load), "--seed", str(seed), "--prefix", f"/tmp/bench-long-queue-{name.replace(' ', '-')}-{cores}"]
+                str(load), "--seed", str(seed), "--prefix", f"{prefix or '/tmp/bench-long-queue'}-{name.replace(' ', '-')}-{cores}"]
         out = subprocess.run(argv, capture_output=True, text=True).stdout
         found = RESULT.search(out)
         if found is None:
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
     args = parser.parse_args(argv)
     if args.table:
-        table(args.configs, args.jobs, args.cores, args.load, args.seed)
+        table(args.configs, args.jobs, args.cores, args.load, args.seed, args.prefix)
         return 0
     workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
     sched = scheduler_from(args)
