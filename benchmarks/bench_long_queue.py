@@ -5,11 +5,15 @@ cores (8,192 by default) arriving as a Poisson process at ``--load`` times the
 machine's capacity (1.3: the queue grows for the whole run), sizes log-uniform
 1..cores/8 (rounded to a power of two half the time), runtimes log-uniform
 1 min..1 day, walltimes 1x..5x the runtime. Reports the wall and CPU time,
-seconds per 1,000 jobs and the longest queue seen.
+seconds per 1,000 jobs and the longest queue seen. ``--table`` runs every configuration of
+``CONFIGS`` (or those named by ``--configs``), each in a fresh process, and prints one
+Markdown row per configuration.
 
 Usage: python benchmarks/bench_long_queue.py [--jobs 20000] [--cores 8192] [--load 1.3]
        [--scheduler easy] [--policy fcfs] [--reservations count|cores] [--backfill-order queue|sjbf]
-       [--predictor ave2 --correction incremental] [--seed 0] [--profile]
+       [--predictor ave2 --correction incremental] [--distribution hmm|user|forest|walltime]
+       [--classifier random-forest] [--seed 0] [--profile]
+       python benchmarks/bench_long_queue.py --table [--configs easy "prob hmm" ...] [--jobs N] [--cores N]
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import re
+import subprocess
 import sys
 
 from batsched_ml.runner import simulate
@@ -44,6 +50,38 @@ def long_queue_workload(nb_jobs: int, cores: int, load: float, seed: int) -> dic
     return {"nb_res": cores, "jobs": jobs, "profiles": profiles}
 
 
+# every scheduler family, as bench flags (issue 23 §5: none may cost more as the machine grows)
+CONFIGS = {
+    "fcfs": ["--scheduler", "fcfs"],
+    "easy": ["--scheduler", "easy"],
+    "easy cores": ["--scheduler", "easy", "--reservations", "cores"],
+    "easy++": ["--scheduler", "easy", "--predictor", "ave2", "--correction", "incremental", "--backfill-order", "sjbf"],
+    "easy random-forest": ["--scheduler", "easy", "--classifier", "random-forest"],
+    "conservative": ["--scheduler", "conservative"],
+    "conservative cores": ["--scheduler", "conservative", "--reservations", "cores"],
+    **{f"prob {d}": ["--scheduler", "probabilistic", "--distribution", d]
+       for d in ("walltime", "user", "hmm", "forest")},
+}
+RESULT = re.compile(r"cpu ([0-9.]+) s\), ([0-9.]+) cpu s per 1,000 jobs, longest queue ([0-9,]+) jobs")
+
+
+def table(configs, jobs: int, cores: int, load: float, seed: int, prefix: str | None = None) -> None:
+    """One fresh process per configuration (imports and numba's loading counted, as in a real run);
+    each run's outputs at ``PREFIX-CONFIGURATION-CORES`` (``/tmp/bench-long-queue`` by default)."""
+    print("| configuration | cores | jobs | CPU s | CPU s per 1,000 jobs | longest queue |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in configs:
+        argv = [sys.executable, __file__, *CONFIGS[name], "--jobs", str(jobs), "--cores", str(cores), "--load",
+                str(load), "--seed", str(seed), "--prefix", f"{prefix or '/tmp/bench-long-queue'}-{name.replace(' ', '-')}-{cores}"]
+        out = subprocess.run(argv, capture_output=True, text=True).stdout
+        found = RESULT.search(out)
+        if found is None:
+            print(f"| {name} | {cores:,} | {jobs:,} | failed | | |")
+            continue
+        cpu, per_1000, longest = found.groups()
+        print(f"| {name} | {cores:,} | {jobs:,} | {float(cpu):.1f} | {float(per_1000):.2f} | {longest} |", flush=True)
+
+
 def longest_queue(jobs) -> int:
     """The most jobs waiting at once (submitted, not yet started)."""
     events = []
@@ -68,7 +106,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
+    parser.add_argument("--table", action="store_true", help="run the configurations of CONFIGS, one row each")
+    parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
     args = parser.parse_args(argv)
+    if args.table:
+        table(args.configs, args.jobs, args.cores, args.load, args.seed, args.prefix)
+        return 0
     workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
     sched = scheduler_from(args)
     (result, core), wall, cpu = timed(lambda: simulate(args.cores, workload, sched, prefix=args.prefix

@@ -4,6 +4,7 @@ the distribution plugins and the scheduler end to end."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import itertools
 import json
 import math
@@ -22,6 +23,7 @@ from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling.release_dp import ReleaseOutlook, RunningTerminations
 
 DATA = Path(__file__).resolve().parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
 TINY = (DATA / "platform-16.xml", DATA / "tiny.json.gz")
 
 
@@ -103,13 +105,11 @@ def random_case(rng, n_jobs):
     return cores, bin_probs, bin_ends, missing, sizes
 
 
-@pytest.mark.parametrize("by_events", [False, True], ids=["per-job", "per-event"])
-@pytest.mark.parametrize("seed", range(40))
-def test_dp_matches_brute_force_enumeration(seed, by_events):
+@pytest.mark.parametrize("seed", range(80))
+def test_dp_matches_brute_force_enumeration(seed):
     rng = np.random.default_rng(seed)
     cores, bin_probs, bin_ends, missing, sizes = random_case(rng, int(rng.integers(3, 6)))
     outlook = outlook_for(cores, bin_probs, bin_ends, missing, sizes)
-    outlook.by_events = by_events  # both forms of the DP (chosen by size in real passes)
     for size in sizes:
         k = int(rng.integers(1, 4))
         q = rng.random(k)
@@ -128,11 +128,9 @@ def test_dp_matches_brute_force_enumeration(seed, by_events):
             assert ok == (expected < tau - 1e-12 or expected == 0.0) or abs(expected - tau) < 1e-9
 
 
-@pytest.mark.parametrize("by_events", [False, True])
-def test_dp_works_in_units_of_the_common_core_count(by_events):
+def test_dp_works_in_units_of_the_common_core_count():
     cores, probs, ends = [8, 16, 8], [[0.5, 0.5], [1.0], [0.2, 0.8]], [[2.0, 5.0], [4.0], [1.0, 6.0]]
     outlook = outlook_for(cores, probs, ends, 12, [8, 4, 20])
-    outlook.by_events = by_events
     assert outlook.unit == 8
     for size in (8, 4, 20):
         expected = brute_force_risk(cores, probs, ends, 12, size, [1.0], [7.0])
@@ -154,6 +152,118 @@ def test_tau_zero_refuses_any_positive_risk():
     accepted, risk = outlook.risk(1, [1.0], [10.0], tau=0.0)
     assert not accepted and risk == pytest.approx(1e-6)
     assert outlook.risk(1, [1.0], [10.0], tau=0.05)[0]
+
+
+def reference_window_probabilities(outlook_args, times):
+    """D_g(r) for every distinct event time, from the full distribution of released cores
+    (every count, every job multiplied in afresh at each time: the textbook recursion)."""
+    ev_times, owners, cums, cores, missing, sizes = outlook_args
+    rows = []
+    for t in times:
+        pmf = np.zeros(sum(cores) + 1)
+        pmf[0] = 1.0
+        for i, c in enumerate(cores):
+            mine = (owners == i) & (ev_times <= t)
+            p = cums[mine].max() if mine.any() else 0.0
+            pmf = pmf * (1.0 - p) + np.concatenate((np.zeros(c), pmf[:-c])) * p
+        rows.append([pmf[missing:missing + r].sum() for r in sizes])
+    return np.array(rows).reshape(len(times), len(sizes))
+
+
+def large_case(rng):
+    """Tens of running jobs with several bins each on up to a few hundred cores: many event
+    times (several stretches of the lazy computation), jobs wider than every needed count,
+    simultaneous ends."""
+    n = int(rng.integers(5, 40))
+    cores = rng.integers(1, 60, n) * int(rng.choice([1, 1, 2, 4]))
+    cores[rng.random(n) < 0.1] = 400  # wider than anything needed
+    times, owners, cums = [], [], []
+    for i in range(n):
+        k = int(rng.integers(1, 7))
+        ends = np.sort(rng.choice(np.arange(1, 120), size=k, replace=False)).astype(float)
+        cum = np.cumsum(rng.dirichlet(np.ones(k)))
+        cum[-1] = 1.0
+        times += ends.tolist()
+        owners += [i] * k
+        cums += cum.tolist()
+    order = np.lexsort((owners, times))
+    ev = np.array(times)[order], np.array(owners)[order], np.array(cums)[order]
+    missing = int(rng.integers(1, int(cores.sum()) + 1))
+    sizes = sorted(set(rng.integers(1, 200, int(rng.integers(1, 8))).tolist()))
+    return (*ev, cores.tolist(), missing, sizes)
+
+
+def random_candidates(rng, sizes, n, horizon=130):
+    q = rng.dirichlet(np.ones(6), n) * (rng.random((n, 6)) < 0.7)
+    q[:, 0] += q.sum(axis=1) == 0
+    q /= q.sum(axis=1, keepdims=True)
+    ends = np.sort(rng.uniform(0, horizon, (n, 6)), axis=1)
+    return rng.choice(sizes, n).tolist(), q, ends
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_dp_equals_the_textbook_recursion_on_large_cases(seed):
+    """Every event time's D(r) (through the running max the risks read) and every candidate's
+    risk equal those of the full distribution recomputed from scratch at each time."""
+    rng = np.random.default_rng(1000 + seed)
+    args = large_case(rng)
+    outlook = ReleaseOutlook(*args)
+    expected = np.maximum.accumulate(reference_window_probabilities(args, outlook.times), axis=0)
+    sizes, q, ends = random_candidates(rng, args[5], 25)
+    want = np.array([sum(qb * (expected[outlook.times < e, args[5].index(s)].max(initial=0.0))
+                         for qb, e in zip(qrow, erow)) for s, qrow, erow in zip(sizes, q, ends)])
+    np.testing.assert_allclose(outlook.risks(sizes, q, ends), want, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(outlook.runmax, expected, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_early_exits_decide_as_the_full_risks(seed):
+    """With ``tau`` the batch stops computing for candidates already refused (their value is a
+    lower bound that reached tau) and narrows the counts to the sizes still open: the same
+    decisions, and the accepted candidates' risks are exact. A later query of a size left
+    out re-computes (the same values as a fresh outlook)."""
+    rng = np.random.default_rng(2000 + seed)
+    args = large_case(rng)
+    sizes, q, ends = random_candidates(rng, args[5], 30)
+    full = ReleaseOutlook(*args).risks(sizes, q, ends)
+    for tau in (0.0, 0.01, 0.05, 0.3):
+        outlook = ReleaseOutlook(*args)
+        got = outlook.risks(sizes, q, ends, tau)
+        accepted = (full < tau) | (full == 0.0)
+        np.testing.assert_array_equal((got < tau) | (got == 0.0), accepted)
+        np.testing.assert_array_equal(got[accepted], full[accepted])
+        assert np.all(got[~accepted] <= full[~accepted] * (1 + 1e-12))
+        again = outlook.risks(sizes, q, ends)  # every candidate in full, after the narrowing
+        np.testing.assert_array_equal(again, full)
+
+
+def test_a_single_risk_after_a_narrowed_batch_is_computed_afresh():
+    rng = np.random.default_rng(7)
+    args = large_case(rng)
+    sizes, q, ends = random_candidates(rng, args[5], 30)
+    outlook = ReleaseOutlook(*args)
+    outlook.risks(sizes, q, ends, 0.01)  # refuses most early: later stretches for small sizes only
+    fresh = ReleaseOutlook(*args)
+    widest = max(args[5])
+    one_q, one_ends = np.array([0.5, 0.5]), np.array([60.0, 125.0])
+    assert outlook.risk(widest, one_q, one_ends, 2.0) == fresh.risk(widest, one_q, one_ends, 2.0)
+
+
+def test_inconsistent_events_are_refused():
+    with pytest.raises(ValueError):
+        ReleaseOutlook([1.0, 2.0], [0], [1.0, 1.0], [4], 1, [1])
+    with pytest.raises(ValueError):
+        ReleaseOutlook([1.0], [3], [1.0], [4], 1, [1])  # no running job 3
+
+
+def test_a_job_as_wide_as_the_window_only_scales_it():
+    """A running job wider than every needed count: released, it takes the count past the
+    window; kept, it leaves the other jobs' distribution as is."""
+    outlook = outlook_for([1, 50], [[0.5, 0.5], [0.3, 0.7]], [[1.0, 3.0], [2.0, 4.0]], 1, [1])
+    # D(1) = P(released == 1) = P(1-core job ended) * P(wide job not ended)
+    assert outlook.risk(1, [1.0], [1.5], tau=2.0)[1] == pytest.approx(0.5)
+    assert outlook.risk(1, [1.0], [2.5], tau=2.0)[1] == pytest.approx(0.5)  # max over t=1 (0.5) and t=2 (0.35)
+    assert outlook.risk(1, [1.0], [3.5], tau=2.0)[1] == pytest.approx(0.7)  # t=3: 1 * 0.7
 
 
 # ------------------------------------------------------------------ running jobs' events
@@ -494,3 +604,24 @@ def test_forest_distribution_trains_weekly():
         d.partial_fit(job, runtime, job.subtime + 1.0)
     assert d.trainings_ >= 1
     assert probas[-1].sum() == pytest.approx(1.0)
+
+
+def _release_dp_check():
+    spec = importlib.util.spec_from_file_location("release_dp_check", ROOT / "benchmarks/release_dp_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("tau", [0.05, 0.0])
+def test_every_batch_of_a_run_decides_as_the_paper_recursion(tmp_path, monkeypatch, tau):
+    """A whole run (busy KTH excerpt, per-user distributions): every batch of risks the passes
+    ask for, recomputed over every core count by ``benchmarks/release_dp_check.py``'s textbook
+    Algorithm 2, gives the same decisions and, where computed in full, the same risks."""
+    recorder = _release_dp_check().Recorder(every=1, max_work=1e9)
+    recorder.install(monkeypatch.setattr)
+    _run(tmp_path, "checked", scheduler="probabilistic", distribution="user", tau=tau)
+    report = recorder.report()
+    assert report["checked"] == report["batches"] > 20
+    assert report["decisions_differing"] == 0
+    assert report["max_abs_diff"] < 1e-12

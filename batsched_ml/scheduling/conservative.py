@@ -131,7 +131,15 @@ class ConservativeBackfilling(ProfileScheduler):
         if self.compressing(now):
             self._next_reservation = math.inf
             return self.queue.ordered(now)
-        return [j for j in self._released if j in self.queue]
+        return self.new_arrivals(now)
+
+    def new_arrivals(self, now: float) -> list:
+        """The jobs queued since the last pass. With the counting model (the papers'), in queue
+        order, as a reservation is given to each waiting job in turn: when several arrive at
+        one instant the first in the queue is placed first. batsched (``cores``) places them
+        in the order they were released, and so do we there."""
+        arrivals = [j for j in self._released if j in self.queue]
+        return arrivals if self.reservations == "cores" else self.queue.in_queue_order(arrivals, now)
 
     def compressing(self, now: float) -> bool:
         """Whether this pass re-plans the whole queue: a job ended, an estimate changed or
@@ -157,7 +165,7 @@ class ConservativeBackfilling(ProfileScheduler):
         now, profile, table, order = ctx.now, self.profile, self._table, self._queue_seqs
         self.refresh_profile(now)
         queue = self.queue
-        arrivals = [job for job in self._released if job in queue]
+        arrivals = self.new_arrivals(now)
         for job in arrivals:
             table.add(job.seq, job.res, self.span(job))
             order.add(job)

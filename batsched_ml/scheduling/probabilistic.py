@@ -224,14 +224,12 @@ class ProbabilisticBackfilling(EasyBackfilling):
             padded = np.zeros((2, max(self.distribution.n_bins, 1)))
             padded[0, :len(masses)] = masses
             padded[1, :len(masses)] = ends
-            job.info["runtime_padded"] = padded = (padded, len(masses))
+            job.info["runtime_padded"] = padded
         return padded
 
     def _batch_risks(self, outlook: ReleaseOutlook, jobs: list, now: float) -> list:
-        rows = [self._padded(j) for j in jobs]
-        width = max(n for _, n in rows)
-        stacked = np.array([r for r, _ in rows])[:, :, :width]
-        return outlook.risks([j.res for j in jobs], stacked[:, 0], now + stacked[:, 1]).tolist()
+        stacked = np.array([self._padded(j) for j in jobs])
+        return outlook.risks([j.res for j in jobs], stacked[:, 0], now + stacked[:, 1], self.tau).tolist()
 
     def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
         """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""

@@ -9,11 +9,12 @@ each distinct event time ``t_g``,
 where ``c(t)`` is the number of cores the running jobs have released by ``t``,
 ``c_q`` the cores the head job still lacks and ``r`` a candidate's size. The
 paper's recursion ``M[n][c] = M[n-1][c] + (M[n-1][c-c_n] - M[n-1][c]) P_t[n]``
-is run on the probability mass function of ``c(t)``, one running job at a time,
-vectorised with numpy over every event time of a chunk and every core count at
-once; counts above ``c_q + max r`` are never needed, so the vectors stop there,
-and counts are taken in units of the gcd of the running jobs' sizes (8 cores on
-SDSC-BLUE). States are only recorded once *all* events of a time are applied
+is run on the probability mass function of ``c(t)`` by ``release_kernel`` (divide
+and conquer over the event times, compiled): counts at or above ``c_q + max r``
+are never needed, nor counts from which ``c_q`` cannot be reached any more, so the
+cost does not grow with the machine's size but with the cores the head lacks and the
+candidates ask for; counts are taken in units of the gcd of the running jobs' sizes
+(8 cores on SDSC-BLUE). A state is read once *all* events of a time are applied
 (several jobs ending at the same instant release their cores together: this is
 what makes point masses everywhere exactly EASY).
 
@@ -21,7 +22,8 @@ A candidate with runtime-bin probabilities ``q_j`` ending at ``T_j`` is refused
 when ``sum_j q_j max_{t_g < T_j} D_g(r) >= tau`` (and is positive: with tau = 0
 exactly the jobs that cannot delay the head are backfilled), with both of the
 paper's early exits (the partial sum already reaches tau; or it will, since the
-running max can only grow).
+running max can only grow): event times are computed in growing stretches, and
+only as far as an undecided candidate needs.
 """
 
 from __future__ import annotations
@@ -30,15 +32,14 @@ import math
 
 import numpy as np
 
-MIN_CHUNK = 32  # event times computed at once (grows geometrically with what candidates need)
-# the event-by-event form when jobs x needed counts exceed this many times all counts (measured crossover)
-EVENT_PATH_FACTOR = 4
-EVENT_PATH_MIN_JOBS = 40
+from . import release_kernel
+
+MIN_CHUNK = 16  # event times computed at once (grows geometrically with what candidates need)
 
 
 # The hot paths call ndarray methods and ufunc reductions (``a.cumsum()``, ``np.add.reduce``) rather
 # than numpy's module functions (``np.cumsum``, ``a.sum()``): the same C code, without a Python-level
-# wrapper per call (a pass makes ~100 calls on arrays of tens of elements).
+# wrapper per call.
 
 
 class ReleaseOutlook:
@@ -46,163 +47,93 @@ class ReleaseOutlook:
         """``times``/``jobs``/``cum``: one entry per termination event, sorted by time (stable);
         ``cum`` is P(job ``jobs[e]`` ended by ``times[e]``), reaching exactly 1 at its last event.
         ``cores[i]``: cores of running job i; ``missing`` = c_q >= 1; ``sizes``: candidate sizes."""
+        release_kernel.compile_kernels()
         times = np.asarray(times, dtype=np.float64)
-        jobs = np.asarray(jobs, dtype=np.int64)
-        n = len(cores)
+        self._jobs = jobs = np.asarray(jobs, dtype=np.int64)
+        self._cum = np.asarray(cum, dtype=np.float64)
+        # the compiled walk trusts these (no bounds checks)
+        if len(times) != len(jobs) or len(jobs) != len(self._cum) or (
+                len(jobs) and not 0 <= jobs.min() <= jobs.max() < len(cores)):
+            raise ValueError("one running job's index and one probability per event time")
         new = np.empty(len(times), dtype=bool)  # times are sorted: distinct ones start a group
         if len(times):
             new[0] = True
             np.not_equal(times[1:], times[:-1], out=new[1:])
-        group = new.cumsum() - 1
         self.times = times[new]
-        self._events = (jobs, np.asarray(cum, dtype=np.float64), group)
-        prob = np.zeros((n, len(self.times)))
-        prob[jobs, group] = cum
-        self.prob = np.maximum.accumulate(prob, axis=1) if prob.size else prob  # P(i ended by t_g)
-        # a handful of integers: plain Python (exact, and cheaper than numpy calls on tiny arrays)
-        cores = np.asarray(cores, dtype=np.int64).tolist()
-        self.unit = unit = math.gcd(*cores) or 1
-        self.units = np.array([c // unit for c in cores], dtype=np.int64)
+        self._group = new.cumsum() - 1
+        cores = np.asarray(cores, dtype=np.int64)
+        self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
+        self.units = cores // unit
         self.missing = int(missing)
-        self.sizes = sorted(set(int(s) for s in sizes))
-        self.column = {s: k for k, s in enumerate(self.sizes)}
+        self.sizes = np.array(sorted(set(sizes)), dtype=np.int64)
         self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
-        hi = [(self.missing + s - 1) // unit for s in self.sizes]  # ... < c_q + r
-        self.hi = np.array(hi, dtype=np.int64)
-        self._never = [k for k, h in enumerate(hi) if h < self.lo]  # sizes too small to matter: D = 0
-        self.width = max(max(hi, default=0), self.lo) + 1
+        self.hi = (self.missing + self.sizes - 1) // unit  # ... < c_q + r
+        self.width = max(int(self.hi.max(initial=0)), self.lo) + 1
+        self._restart()
+
+    def _restart(self) -> None:
         self.done = 0  # event times computed so far
+        self._walk = release_kernel.ReleaseWalk(len(self.times), self.width, self.lo, self.hi, self.units, self._jobs,
+                                                self._cum, self._group)
+        self._columns = len(self.sizes)  # sizes still computed
         # max over t_h <= t_g of D_h(r), after a row of zeros (nothing before the first time)
-        self._runmax0 = np.zeros((len(self.times) + 1, len(self.sizes)))
+        self._runmax0 = self._walk.runmax0
         self.runmax = self._runmax0[1:]
-        # Two ways to the same numbers: per running job over every event time at once (few jobs),
-        # or per event over the full distribution of released cores (many jobs on a big machine)
-        total = sum(cores) // unit
-        self.by_events = n * self.width > EVENT_PATH_FACTOR * (total + 1) and n > EVENT_PATH_MIN_JOBS
-        self._state = None  # by_events: (pmf over 0..total units, next event, P of each job)
+        # once later stretches computed only the smaller sizes that undecided candidates still
+        # needed, column k of runmax0 holds the running max up to row exact[k]
+        self._exact = None
 
-    def _compute(self, a: int, b: int) -> None:
-        """D for event times [a, b), then the running max."""
-        if self.by_events:
-            self._compute_by_events(a, b)
-            return
-        # counts x times (a job's release shifts whole rows; its probabilities broadcast along them)
-        width = self.width
-        pmf = np.zeros((width, b - a))
-        prob = self.prob[:, a:b]
-        comp = 1.0 - prob
-        ended = (prob[:, -1] > 0.0).tolist()  # ended by one of these times at all
-        sure = (prob[:, 0] == 1.0).tolist()  # ended by the first of them
-        moved = np.empty_like(pmf)
-        first = True  # nothing released yet: the first job's update of the point mass at 0 is exact
-        for i, u in enumerate(self.units.tolist()):
-            if not ended[i]:
-                continue
-            if first:
-                pmf[0] = comp[i]
-                if u < width:
-                    pmf[u] = prob[i]
-                first = False
-            elif u >= width:
-                pmf *= comp[i]  # its release overshoots every count we need
-            elif sure[i]:
-                pmf[u:] = pmf[:width - u].copy()  # surely ended: a pure shift
-                pmf[:u] = 0.0
-            else:
-                m = moved[:width - u]
-                np.multiply(pmf[:width - u], prob[i], out=m)
-                pmf *= comp[i]
-                pmf[u:] += m
-        if first:
-            pmf[0] = 1.0
-        self._record(pmf.T, a, b)
-
-    def _compute_by_events(self, a: int, b: int) -> None:
-        """The event-by-event form of the paper (O(events x cores)): the distribution of released
-        units is kept whole; an event moves one job's P(ended) from p to p', i.e. multiplies the
-        generating function by (1 - p' + p' z^u) / (1 - p + p z^u), a first-order recursion over
-        blocks of u counts run forward when p < 1/2 and backward otherwise (both stable)."""
-        from scipy.signal import lfilter
-
-        jobs, cum, group = self._events
-        if self._state is None:
-            size = int(self.units.sum()) + 1
-            pmf = np.zeros(size)
-            pmf[0] = 1.0
-            self._state = (pmf, 0, np.zeros(len(self.units)))
-        pmf, e, current = self._state
-        size = len(pmf)
-        rows = np.empty((b - a, self.width))
-        units = self.units
-        n_events = len(jobs)
-        for g in range(a, b):
-            while e < n_events and group[e] == g:
-                i = int(jobs[e])
-                u = int(units[i])
-                p_old, p_new = float(current[i]), float(cum[e])
-                current[i] = p_new
-                e += 1
-                if p_old == 0.0:
-                    moved = pmf[:size - u] * p_new
-                    pmf *= 1.0 - p_new
-                    pmf[u:] += moved
-                    continue
-                m = -(-size // u)
-                buf = np.zeros(m * u)
-                buf[:size] = pmf
-                x = buf.reshape(m, u)
-                if p_old < 0.5:
-                    y = lfilter([1.0 - p_new, p_new], [1.0 - p_old, p_old], x, axis=0)
-                else:
-                    fir = np.zeros((m + 1, u))
-                    fir[:m] = (1.0 - p_new) * x
-                    fir[1:] += p_new * x
-                    y = lfilter([1.0], [p_old, 1.0 - p_old], fir[::-1], axis=0)[::-1][1:]
-                pmf = np.ascontiguousarray(y).reshape(-1)[:size]
-                np.maximum(pmf, 0.0, out=pmf)  # rounding
-            rows[g - a, :min(self.width, size)] = pmf[:self.width]
-            if size < self.width:
-                rows[g - a, size:] = 0.0
-        self._state = (pmf, e, current)
-        self._record(rows, a, b)
-
-    def _record(self, pmf: np.ndarray, a: int, b: int) -> None:
-        """D(r) from the distributions of released units at event times [a, b), then the running max."""
-        cdf = pmf.cumsum(axis=1)
-        below = cdf[:, self.lo - 1] if self.lo > 0 else 0.0
-        d = cdf[:, self.hi] - (below[:, None] if self.lo > 0 else 0.0)
-        if self._never:
-            d[:, self._never] = 0.0
-        np.maximum(d, 0.0, out=d)  # rounding
-        if a > 0:
-            d[0] = np.maximum(d[0], self.runmax[a - 1])
-        np.maximum.accumulate(d, axis=0, out=self.runmax[a:b])
+    def _compute(self, b: int, columns: int | None = None) -> None:
+        """D for the event times [done, b) (from now on for the ``columns`` smallest sizes only:
+        the counts above theirs are then not needed), then the running max."""
+        columns = self._columns if columns is None else min(columns, self._columns)
+        if columns < self._columns:
+            if self._exact is None:
+                self._exact = np.full(len(self.sizes), len(self.times) + 1)
+            self._exact[columns:] = self.done
+            self._columns = columns
+        self._walk.advance(b, columns)
         self.done = b
 
-    def _ensure(self, k: int) -> None:
+    def _ensure(self, k: int, column: int | None = None) -> None:
+        if column is not None and self._exact is not None and k > self._exact[column]:
+            self._restart()  # a narrower stretch left this size out: compute again, every size
         if k > self.done:
-            self._compute(self.done, min(len(self.times), max(k, 2 * self.done, self.done + MIN_CHUNK)))
+            self._compute(min(len(self.times), max(k, 2 * self.done, self.done + MIN_CHUNK)))
 
-    def risks(self, sizes, q, ends) -> np.ndarray:
-        """The risk of many candidates at once (no early exit): ``q``/``ends`` are (candidates,
-        bins) arrays padded with zero probabilities."""
+    def risks(self, sizes, q, ends, tau: float | None = None) -> np.ndarray:
+        """The risk of many candidates at once: ``q``/``ends`` are (candidates, bins) arrays padded
+        with zero probabilities. With ``tau``, a candidate is decided as soon as the event times
+        computed so far show that its risk reaches ``tau`` (the paper's early exit): its value is
+        then that lower bound (>= tau), and later times are only computed for the others."""
+        q = np.ascontiguousarray(q, dtype=np.float64)
         idx = self.times.searchsorted(ends, side="left")
-        self._ensure(int(np.maximum.reduce(idx, axis=None, initial=0)))
-        cols = np.array([self.column[int(s)] for s in sizes], dtype=np.int64)
-        return np.add.reduce(q * self._runmax0[idx, cols[:, None]], axis=1)
+        cols = self.sizes.searchsorted(sizes)
+        if self._exact is not None and (idx > self._exact[cols][:, None]).any():
+            self._restart()  # a narrower stretch left out a size needed further
+        out = np.empty(len(cols))
+        is_open = np.ones(len(cols), dtype=bool)
+        early = -1.0 if tau is None else float(tau)
+        n_open, need, columns = release_kernel.decide(q, idx, cols, self._runmax0, self.done, early, is_open, out)
+        while n_open:
+            # the stretch they need (all of it without an early exit), for the sizes they have
+            stop = need if tau is None else min(need, max(2 * self.done, self.done + MIN_CHUNK))
+            self._compute(stop, columns)
+            n_open, need, columns = release_kernel.decide(q, idx, cols, self._runmax0, self.done, early, is_open,
+                                                          out)
+        return out
 
     def risk(self, size: int, q, ends, tau: float) -> tuple[bool, float]:
         """``(accepted, risk)`` of a candidate of ``size`` cores ending in bin j (probability
         ``q[j]``) no later than ``ends[j]`` (non-decreasing). When refused early, ``risk`` is
         the lower bound that reached ``tau``."""
-        col = self.column[int(size)]
-        runmax = self.runmax
+        col = int(self.sizes.searchsorted(size))
         idx = np.searchsorted(self.times, ends, side="left")  # event times strictly before each end
         total, left = 0.0, 1.0
         for qj, k in zip(np.asarray(q, dtype=np.float64).tolist(), idx.tolist()):
             if k > 0:
-                self._ensure(k)
-                pmax = runmax[k - 1, col]
+                self._ensure(k, col)  # (may start the walk again: read runmax after it)
+                pmax = self.runmax[k - 1, col]
             else:
                 pmax = 0.0
             total += qj * pmax
@@ -235,7 +166,10 @@ class RunningTerminations:
     def __init__(self, grace: float):
         self.grace = grace
         self._ids: dict = {}  # job -> registration number (increasing: ties in time go by start order)
-        self._info: dict = {}  # registration number -> (cores, start, start + walltime, total mass)
+        # per registration number: (cores, start, start + walltime, total mass), and whether it runs
+        self._info = np.zeros((64, 4))
+        self._alive = np.zeros(64, dtype=bool)
+        self._oldest = 0  # no job registered before this one still runs
         self._next = 0
         # every event, one column each, sorted by (time, registration); rows: see ``_ROWS``
         self._ev = np.zeros((len(self._ROWS), 0))
@@ -253,6 +187,9 @@ class RunningTerminations:
         ends = np.asarray(ends, dtype=np.float64)
         oid = self._next
         self._next += 1
+        if oid == len(self._alive):
+            self._info = np.concatenate((self._info, np.zeros_like(self._info)))
+            self._alive = np.concatenate((self._alive, np.zeros_like(self._alive)))
         block = np.empty((len(self._ROWS), len(ends)))  # one column per event, rows as ``_ROWS``
         end, owner, mass, rel_lo, log_end, log_width, cum = block
         np.add(start, ends, out=end)
@@ -263,7 +200,8 @@ class RunningTerminations:
         np.subtract(log_end, np.log(rel_lo), out=log_width)
         mass.cumsum(out=cum)
         self._ids[job] = oid
-        self._info[oid] = (job.res, start, start + upper, float(cum[-1]))
+        self._info[oid] = (job.res, start, start + upper, cum[-1])
+        self._alive[oid] = True
         self._pending.append(block)
         self._built = None
 
@@ -271,7 +209,7 @@ class RunningTerminations:
         oid = self._ids.pop(job, None)
         if oid is None:
             return
-        del self._info[oid]
+        self._alive[oid] = False
         self._gone.add(oid)
         self._built = None
 
@@ -297,8 +235,11 @@ class RunningTerminations:
         """Per-job arrays (job slot = rank of its registration) and the events' owner slots."""
         if self._pending or self._gone:
             self._merge()
-        ids = np.fromiter(self._info, dtype=np.int64, count=len(self._info))
-        info = np.array(list(self._info.values()), dtype=np.float64).reshape(len(ids), 4)
+        alive = self._alive
+        while self._oldest < self._next and not alive[self._oldest]:
+            self._oldest += 1
+        ids = self._oldest + np.flatnonzero(alive[self._oldest:self._next])
+        info = self._info[ids]
         cores = info[:, 0].astype(np.int64)
         end, oid, mass, rel_lo, log_end, log_width, cum = self._ev
         self._built = (cores, info[:, 1], info[:, 2], info[:, 3], end, ids.searchsorted(oid.astype(np.int64)),
