@@ -510,6 +510,25 @@ def test_a_subset_run_keeps_the_other_tasks_rows(local_run, tmp_path, capsys):
     assert "| conservative | 1 |" in md and "| spf | 1 |" in md and "Incomplete" not in md
 
 
+def test_an_interrupted_subset_run_keeps_the_rows_it_did_not_redo(local_run, tmp_path, monkeypatch):
+    """Ctrl-C before the subset's task finished: its earlier row stays (a run never shrinks the
+    results), the report says the run was interrupted, and nothing else moves."""
+    path, out, _ = local_run
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    before = read_results(work)
+    changed = write(tmp_path, HEAD + CONFIGS.replace('policy = "spf"', 'policy = "saf"'))
+
+    def interrupted(task):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(run_module, "run_task", interrupted)
+    outcome = run_campaign(load_campaign(changed), work, workers=0, progress=False, log=lambda m: None,
+                           configs=["spf"])
+    assert outcome.interrupted and outcome.stored == 1  # easy, cached; spf was not redone
+    assert read_results(work) == before
+
+
 def test_a_task_past_its_time_limit_is_a_timeout_and_the_campaign_goes_on(tmp_path, monkeypatch, capsys):
     """The limit is checked every 500 scheduler messages: 1 ms stops each 1,000-job run at its
     first check (~2,000 messages in all), while the 40-job trace ends before any check. The

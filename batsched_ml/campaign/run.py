@@ -90,23 +90,36 @@ def _report_file(cache: ResultCache, task: Task) -> str | None:
     return f"runs/{task.run_name}{REPORT_SUFFIX}" if REPORT_SUFFIX in cache.files(task.key) else None
 
 
-def _kept_rows(results_dir: Path, campaign: Campaign, ran: Campaign) -> list[dict]:
-    """The rows of an earlier results.csv that a subset run (``ran``) does not redo: every row of a
-    (trace, config) outside the subset, as long as the campaign still has that trace, config
-    and seed. A subset run updates the results; it never shrinks them."""
-    if ran is campaign or not (results_dir / "results.csv").is_file():
+def _kept_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: list[Task],
+               finished: set) -> list[dict]:
+    """The rows of an earlier results.csv that this run did not redo: every row of a (trace,
+    config) outside a subset run (``ran``), and the rows of this run's own tasks that it did
+    not finish (stopped by Ctrl-C), as long as the campaign still has that trace, config and
+    seed. A run updates the results; it never shrinks them."""
+    if not (results_dir / "results.csv").is_file():
         return []
     try:
         rows = read_results(results_dir)
     except (OSError, ValueError):
         return []
+    ours = {_row_identity(_identity(task)) for task in tasks}
     kept = [r for r in rows
             if r["trace"] in campaign.traces and r["config"] in campaign.configs and r["seed"] in campaign.seeds
-            and not (r["trace"] in ran.traces and r["config"] in ran.configs)]
+            and _row_identity(r) not in finished
+            and (_row_identity(r) in ours or not (r["trace"] in ran.traces and r["config"] in ran.configs))]
     for row in kept:
         if isinstance(row.get("report"), dict):  # a results.csv of older code held the report inline
             row["report"] = _write_report_file(results_dir, row)
     return kept
+
+
+def _row_identity(row: dict) -> tuple:
+    """A run's identity comparable between a task and a row read back (numbers as floats)."""
+    def same(value):
+        if value is None or value == "":
+            return None
+        return float(value) if isinstance(value, (int, float)) else value
+    return tuple(same(row.get(key)) for key in IDENTITY)
 
 
 def _write_report_file(results_dir: Path, row: dict) -> str:
@@ -198,7 +211,8 @@ def _write_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: lis
                 failures: dict, cache: ResultCache) -> list[dict]:
     """results.csv: this run's tasks that are done or failed, and the rows it keeps (``_kept_rows``),
     in campaign-file order; ``runs/`` links to the cached files. Returns the rows."""
-    rows = _kept_rows(results_dir, campaign, ran)
+    finished = {_row_identity(_identity(task)) for task in tasks if task.key in done or task.key in failures}
+    rows = _kept_rows(results_dir, campaign, ran, tasks, finished)
     for task in tasks:
         if task.key in done:
             rows.append({**done[task.key], **_identity(task), "report": _report_file(cache, task)})
