@@ -122,7 +122,8 @@ def _installed(group: str) -> tuple:
 
 
 # the queue orders that are not plugins of their own (``resolve_policy``)
-POLICY_FORMS = ", expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file)"
+POLICY_FORMS = (", expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)'), learned:FILE.json#k (a learn-policy file) "
+                "or rl:FILE.json (a train-policy scoring network)")
 
 
 def load(kind: str, name: str):
