@@ -51,11 +51,19 @@ class NetworkError(ValueError):
     """A policy file that is not a scoring network this version can run (one line)."""
 
 
+TIME_SCALE = 1.0 / (TIME_BITS * math.log(2.0))  # log1p(s) * TIME_SCALE = log2(1 + s) / TIME_BITS
+
+
 def time_feature(seconds) -> np.ndarray:
     """``log2(1 + seconds) / 20`` clipped to [0, 1] (negative and infinite times included)."""
-    seconds = np.maximum(np.asarray(seconds, dtype=np.float64), 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.minimum(np.log2(1.0 + seconds) / TIME_BITS, 1.0)
+    x = np.log1p(np.maximum(np.asarray(seconds, dtype=np.float64), 0.0))
+    x *= TIME_SCALE
+    return np.minimum(x, 1.0, out=x)
+
+
+def time_feature_scalar(seconds: float) -> float:
+    """:func:`time_feature` of one number, with the same float operations."""
+    return min(float(np.log1p(max(seconds, 0.0))) * TIME_SCALE, 1.0)
 
 
 def size_features(res, nb_cores: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +75,14 @@ def size_features(res, nb_cores: int) -> tuple[np.ndarray, np.ndarray]:
     else:
         log_size = np.zeros_like(res)
     return fraction, log_size
+
+
+def size_features_scalar(res: float, nb_cores: int) -> tuple[float, float]:
+    """:func:`size_features` of one job, with the same float operations."""
+    fraction = min(res / nb_cores, 1.0)
+    if nb_cores <= 1:
+        return fraction, 0.0
+    return fraction, min(max(float(np.log2(max(float(res), 1.0))) / math.log2(nb_cores), 0.0), 1.0)
 
 
 def job_features(wait, estimate, res, nb_cores: int) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from ..core.queue import JobQueue
-from ..policies.network import size_features, time_feature
+from ..policies.network import TIME_SCALE, size_features_scalar, time_feature_scalar
 from ..policies.orders import FCFS
 from ..scheduling.easy import EasyBackfilling
 from ..scheduling.fcfs import StrictFCFS
@@ -50,14 +50,15 @@ class AgentQueue(JobQueue):
         self.machine = None  # the decision core's Machine, from the current pass
         self.decisions = 0
         self.invalid_actions = 0
+        self.slots = np.zeros(0, np.intp)  # the window of the current decision (arrival numbers)
         self.started: list = []  # jobs started since the owner last emptied it (rewards)
         self._pick = None
         self._waiting = SortedList()  # arrival numbers (Job.seq) of the queued jobs
         self._jobs: dict = {}  # seq -> job, while queued
         cap = 1024
         self._submit = np.zeros(cap)
-        self._res = np.zeros(cap)
-        self._static = np.zeros((cap, 3))  # estimate, cores, log_cores features
+        # per job: estimate, cores, log_cores features, requested cores (arrival number -> row)
+        self._rows = np.zeros((cap, 4))
 
     # ------------------------------------------------------------ lifecycle
     def on_simulation_begins(self, nb_cores: int) -> None:
@@ -75,7 +76,6 @@ class AgentQueue(JobQueue):
         if seq >= len(self._submit):
             self._grow(seq)
         self._submit[seq] = job.submission_time
-        self._res[seq] = job.res
         self._set_static(job)
         self._waiting.add(seq)
         self._jobs[seq] = job
@@ -93,12 +93,12 @@ class AgentQueue(JobQueue):
             self._set_static(job)
 
     def _set_static(self, job) -> None:
-        fraction, log_size = size_features(job.res, self.nb_cores)
-        self._static[job.seq] = (time_feature(job.estimate), fraction, log_size)
+        fraction, log_size = size_features_scalar(job.res, self.nb_cores)
+        self._rows[job.seq] = (time_feature_scalar(job.estimate), fraction, log_size, job.res)
 
     def _grow(self, seq: int) -> None:
         cap = max(2 * len(self._submit), seq + 1)
-        for name in ("_submit", "_res", "_static"):
+        for name in ("_submit", "_rows"):
             old = getattr(self, name)
             new = np.zeros((cap,) + old.shape[1:])
             new[:len(old)] = old
@@ -115,7 +115,7 @@ class AgentQueue(JobQueue):
             pick = self._jobs[self._waiting[0]]
         else:
             self.now = now
-            slots = self.window_seqs()
+            self.slots = slots = self.window_seqs()
             slot = self.chooser(self, now)
             self.decisions += 1
             if not (isinstance(slot, (int, np.integer)) and 0 <= slot < len(slots)):
@@ -135,15 +135,24 @@ class AgentQueue(JobQueue):
         return [self._jobs[int(s)] for s in self.window_seqs()]
 
     def features(self, seqs, now: float) -> np.ndarray:
-        """The scoring features (``policies.network.FEATURES``) of the jobs ``seqs``, float64."""
-        x = np.empty((len(seqs), 4))
-        x[:, 0] = time_feature(now - self._submit[seqs])
-        x[:, 1:] = self._static[seqs]
+        """The scoring features (``policies.network.FEATURES``) of the jobs ``seqs``, float64:
+        the values ``policies.network.job_features`` computes for them."""
+        x = self._rows[seqs]
+        x[:, 3] = x[:, 2]
+        x[:, 2] = x[:, 1]
+        x[:, 1] = x[:, 0]
+        x[:, 0] = self.wait_feature(seqs, now)
         return x
 
-    def fits_now(self, seqs) -> np.ndarray:
-        """Which of the jobs ``seqs`` fit in the cores free now."""
-        return self._res[seqs] <= self.machine.nb_free
+    def wait_feature(self, seqs, now: float) -> np.ndarray:
+        wait = np.subtract(now, self._submit[seqs])  # >= 0: a queued job was submitted by now
+        np.log1p(wait, out=wait)
+        wait *= TIME_SCALE
+        return np.minimum(wait, 1.0, out=wait)
+
+    def rows(self, seqs) -> np.ndarray:
+        """``(estimate, cores, log_cores features, requested cores)`` of the jobs ``seqs``."""
+        return self._rows[seqs]
 
 
 class _AgentScheduling:

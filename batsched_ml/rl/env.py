@@ -43,6 +43,7 @@ from ..simulator.engine import NO_LATENCY
 from . import ENV_ID, observation, register
 from .agent import agent_scheduler
 from .episodes import Sequences, load_trace
+from .evaluate import avebsld
 from .reward import Reward
 
 __all__ = ["SchedulingEnv", "ENV_ID"]
@@ -114,6 +115,13 @@ class SchedulingEnv(gym.Env):
         info["invalid_action"] = invalid
         return obs, reward, terminated, truncated, info
 
+    def window_features(self) -> np.ndarray:
+        """The float64 scoring features (``policies.network.FEATURES``) of the current decision's
+        window, one row per slot holding a job: what ``--policy rl:FILE`` computes for the same
+        jobs (the observation holds them in float32)."""
+        queue = self._queue
+        return queue.features(queue.slots, queue.now)
+
     def action_masks(self) -> np.ndarray:
         """The slots holding a job (sb3-contrib's MaskablePPO reads this)."""
         return self._mask
@@ -155,7 +163,7 @@ class SchedulingEnv(gym.Env):
         started, queue.started = queue.started, []
         reward = self.reward_fn.jobs_started(started)
         if event[0] == "decision":
-            obs, self._mask, _ = self._pending
+            obs, self._mask = self._pending
             info = {"action_mask": self._mask, "time": queue.now, "queued": len(queue)}
             return obs, reward, False, False, info
         _, result, core = event
@@ -167,18 +175,11 @@ class SchedulingEnv(gym.Env):
 
     def summary(self, core, result) -> dict:
         """The finished episode's figures (``info["episode"]`` at its last step)."""
-        ran = [j for j in core.jobs.values() if j.start_time >= 0]
-        run = np.array([j.runtime or 0.0 for j in ran])
-        wait = np.array([j.start_time - j.submission_time for j in ran])
-        res = np.array([j.res for j in ran], dtype=np.float64)
-        tau = self.reward_fn.tau
-        bsld = np.maximum((wait + run) / np.maximum(run, tau), 1.0) if ran else np.zeros(0)
-        return {"start": self._start, "jobs": len(core.jobs), "ran": len(ran), "steps": self._steps,
+        ran = sum(1 for j in core.jobs.values() if j.start_time >= 0)
+        return {"start": self._start, "jobs": len(core.jobs), "ran": ran, "steps": self._steps,
                 "decisions": self._queue.decisions, "invalid_actions": self._queue.invalid_actions,
-                "avebsld": float(bsld.mean()) if ran else 0.0, "tau": tau,
-                "mean_wait": float(wait.mean()) if ran else 0.0, "makespan": result.end_time,
-                "utilisation": float((res * run).sum() / (self.nb_cores * result.end_time)) if result.end_time else 0.0,
-                "jobs_csv": result.jobs_csv}
+                "avebsld": avebsld(core.jobs.values(), self.reward_fn.tau), "tau": self.reward_fn.tau,
+                "makespan": result.end_time, "jobs_csv": result.jobs_csv}
 
     def _stop(self) -> None:
         """Abandon an episode still running (its greenlet ends; partial outputs are closed)."""

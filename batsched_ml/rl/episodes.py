@@ -59,6 +59,9 @@ def _load_cached(source: str, nb_cores: int | None) -> Trace:
             raise ValueError(f"{source!r}: expected lublin:CORES[:JOBS[:SEED]] (positive integers)")
         return _trace_of(generate_lublin(cores, jobs, seed=seed), source, nb_cores)
     path = Path(source)
+    if not path.is_file():
+        raise ValueError(f"{source}: no such workload file (an SWF trace, a Batsim JSON workload, or "
+                         "lublin:CORES[:JOBS[:SEED]])")
     name = path.name.lower()
     if name.endswith((".swf", ".swf.gz")):
         from ..workloads.convert import swf_to_workload

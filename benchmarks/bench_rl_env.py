@@ -1,0 +1,101 @@
+"""Speed of the reinforcement-learning environment (``batsched_ml/Scheduling-v0``): env steps per
+CPU-second for a random agent on 1,024-job sequences, beside the plain embedded simulation of the
+same sequences (``simulate``, strict FCFS, exact instants) so the environment's own overhead shows.
+
+    python benchmarks/bench_rl_env.py [SDSC-SP2 lublin_256 | TRACE.swf.gz ...] [--episodes 5]
+        [--backfill none easy] [--window 128] [--profile]
+
+Traces by short name (``SDSC-SP2``, ``KTH``...) in ``--traces-dir`` (default
+``$BATSCHED_ML_SHARED/traces`` or ``../shared/traces``), ``lublin_256`` (RLScheduler's file, same
+directory), or paths.
+The random agent picks uniformly among the slots holding a job (a few microseconds: numpy's
+generator). CPU time is the figure to read on a shared machine. Also printed: steps per job
+and the environment's cost per queued job, to show that a step's cost does not grow with the queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchdata import MissingData, add_data_arguments, trace_path  # noqa: E402
+
+
+def run_random(env, episodes: int, seed: int):
+    rng = np.random.default_rng(seed)
+    steps, queue_lengths = 0, []
+    obs, info = env.reset(seed=seed)
+    done = 0
+    t0 = time.process_time()
+    while done < episodes:
+        k = int(np.count_nonzero(info["action_mask"]))
+        obs, reward, terminated, truncated, info = env.step(int(rng.integers(k)))
+        steps += 1
+        if terminated:
+            done += 1
+            if done < episodes:
+                obs, info = env.reset()
+        else:
+            queue_lengths.append(info["queued"])
+    return steps, time.process_time() - t0, queue_lengths
+
+
+def plain_simulation(env, starts) -> float:
+    from batsched_ml.runner import build_scheduler, simulate
+    from batsched_ml.simulator.engine import NO_LATENCY
+
+    t0 = time.process_time()
+    for start in starts:
+        simulate(env.nb_cores, env.sequences.workload(start), build_scheduler("fcfs", "fcfs"), latency=NO_LATENCY)
+    return time.process_time() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("traces", nargs="*", default=["SDSC-SP2", "lublin_256"])
+    add_data_arguments(parser)
+    parser.add_argument("--episodes", type=int, default=5)
+    parser.add_argument("--backfill", nargs="+", default=["none", "easy"])
+    parser.add_argument("--window", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", action="store_true", help="cProfile summary of the first configuration")
+    args = parser.parse_args()
+    from batsched_ml.rl.env import SchedulingEnv
+
+    print("| trace | backfill | episodes | steps | steps/job | CPU s | steps per CPU-s | plain simulate CPU s | "
+          "env overhead per step (us) | median / max queue |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name in args.traces:
+        try:
+            path = trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name,
+                              args.traces_dir)
+        except MissingData as exc:
+            print(f"bench_rl_env: error: {exc}", file=sys.stderr)
+            return 2
+        for backfill in args.backfill:
+            env = SchedulingEnv(str(path), window=args.window, backfill=backfill)
+            if args.profile:
+                import cProfile
+                import pstats
+
+                cProfile.runctx("run_random(env, 1, args.seed)", globals(), locals(), "/tmp/bench_rl_env.prof")
+                pstats.Stats("/tmp/bench_rl_env.prof").sort_stats("tottime").print_stats(25)
+                args.profile = False
+            run_random(env, 1, args.seed + 1000)  # warm-up: caches, imports
+            steps, cpu, queues = run_random(env, args.episodes, args.seed)
+            starts = env.sequences.starts(args.episodes, args.seed)
+            plain = plain_simulation(env, starts)
+            jobs = args.episodes * env.sequences.length
+            overhead = (cpu - plain) / steps * 1e6
+            print(f"| {path.name} | {backfill} | {args.episodes} | {steps} | {steps / jobs:.2f} | {cpu:.2f} | "
+                  f"{steps / cpu:,.0f} | {plain:.2f} | {overhead:.0f} | {int(np.median(queues))} / {max(queues)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
