@@ -360,5 +360,22 @@ def test_ppo_path_trains_a_policy_the_plugin_runs(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     network = load_network(out)
     assert network.metadata["algorithm"] == "maskable-ppo" and network.hidden == (4,)
+    # the exported numpy network scores the window as the trained actor does (its logits)
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(str(out) + ".ppo.zip", device="cpu")
+    env = make(sequence_length=60)
+    obs, info = env.reset(seed=0)
+    tensor, _ = model.policy.obs_to_tensor(obs)
+    with torch.no_grad():
+        logits = model.policy.get_distribution(tensor).distribution.logits.numpy()[0]
+    k = int(info["action_mask"].sum())
+    expected = network.scores(obs["jobs"][:k, :4].astype(np.float64))
+    np.testing.assert_allclose(logits[:k] - logits[:k].max(), expected - expected.max(), atol=1e-4)
+    # resuming adds steps to the same model
+    code = cli_main(["train-policy", KTH, "-o", str(out), "--algorithm", "ppo", "--timesteps", "512",
+                     "--sequence-length", "60", "--hidden", "4", "-q"])
+    assert code == 0 and load_network(out).metadata["timesteps"] >= 512
     assert cli_main(["simulate", "-p", str(TINY[0]), "-w", str(TINY[1]), "-e", str(tmp_path / "r"),
                      "--policy", f"rl:{out}", "--quiet"]) == 0
