@@ -21,24 +21,9 @@ from __future__ import annotations
 
 import sys
 
-ENV_ID = "batsched_ml/Scheduling-v0"
+from .registration import ENV_ID, register
 
-
-def register() -> None:
-    """Register :data:`ENV_ID` with Gymnasium (idempotent)."""
-    import gymnasium
-
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="batsched_ml.rl.env:SchedulingEnv")
-
-
-def __getattr__(name: str):
-    if name == "SchedulingEnv":
-        from .env import SchedulingEnv
-
-        return SchedulingEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__all__ = ["ENV_ID", "register"]
 
 if "gymnasium" in sys.modules:
     register()

@@ -40,10 +40,11 @@ from greenlet import GreenletExit, greenlet
 
 from ..runner import simulate
 from ..simulator.engine import NO_LATENCY
-from . import ENV_ID, observation, register
+from . import observation
 from .agent import agent_scheduler
 from .episodes import Sequences, load_trace
 from .evaluate import avebsld
+from .registration import ENV_ID, register
 from .reward import Reward
 
 __all__ = ["SchedulingEnv", "ENV_ID"]
@@ -199,7 +200,7 @@ def _machine_size(platform) -> int | None:
 
 
 def _estimator(predictor: str):
-    from ..predictors import build_estimator
+    from ..compose import build_estimator
 
     return build_estimator(predictor)
 

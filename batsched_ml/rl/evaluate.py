@@ -31,14 +31,14 @@ def avebsld(jobs, tau: float = 10.0) -> float:
 
 
 def _scheduler(policy, backfill: str):
-    from ..plugins import resolve_policy
+    from ..compose import build_policy
     from ..scheduling.easy import EasyBackfilling
     from ..scheduling.fcfs import StrictFCFS
 
     if backfill not in BACKFILL_SCHEDULERS:
         raise ValueError(f"backfill must be one of {', '.join(BACKFILL_SCHEDULERS)}, got {backfill!r}")
     if isinstance(policy, str):
-        policy = resolve_policy(policy)
+        policy = build_policy(policy)
     return (StrictFCFS if backfill == "none" else EasyBackfilling)(policy=policy)
 
 
