@@ -126,7 +126,7 @@ def test_observation_is_normalised_and_describes_the_window():
         expected = job_features([queue.now - j.submission_time for j in window], [j.estimate for j in window],
                                 [j.res for j in window], 100)
         np.testing.assert_array_equal(env.window_features(), expected)
-        np.testing.assert_array_equal(jobs[:k, :4], expected.astype(np.float32))
+        np.testing.assert_allclose(jobs[:k, :4], expected, rtol=1e-6, atol=1e-7)
         assert (jobs[:k, 4] == [j.res <= queue.machine.nb_free for j in window]).all()
 
 

@@ -150,9 +150,15 @@ class AgentQueue(JobQueue):
         wait *= TIME_SCALE
         return np.minimum(wait, 1.0, out=wait)
 
-    def rows(self, seqs) -> np.ndarray:
-        """``(estimate, cores, log_cores features, requested cores)`` of the jobs ``seqs``."""
-        return self._rows[seqs]
+    @property
+    def submit_times(self) -> np.ndarray:
+        """Submission time by arrival number (read only: rows of queued jobs are current)."""
+        return self._submit
+
+    @property
+    def job_rows(self) -> np.ndarray:
+        """``(estimate, cores, log_cores features, requested cores)`` by arrival number (read only)."""
+        return self._rows
 
 
 class _AgentScheduling:
