@@ -88,9 +88,15 @@ def _orders(args, trace: str, backfill: str) -> dict:
     for trained_on in args.traces:
         for seed in args.seeds:
             path = policy_file(args.policies, trained_on, backfill, seed)
-            if path.exists():
-                orders[f"RL ({trained_on}) s{seed}"] = f"rl:{path}"
+            if path.exists() and _finished(path):
+                orders[f"RL ({trained_on}) s{seed}"] = f"rl:{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
     return orders
+
+
+def _finished(path: Path) -> bool:
+    """A policy file whose training reached its generations (a run in progress writes one each generation)."""
+    meta = json.loads(path.read_text()).get("metadata", {})
+    return meta.get("generations", 0) >= meta.get("config", {}).get("generations", 1)
 
 
 def cmd_evaluate(args) -> int:

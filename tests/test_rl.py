@@ -379,3 +379,37 @@ def test_ppo_path_trains_a_policy_the_plugin_runs(tmp_path, capsys):
     assert code == 0 and load_network(out).metadata["timesteps"] >= 512
     assert cli_main(["simulate", "-p", str(TINY[0]), "-w", str(TINY[1]), "-e", str(tmp_path / "r"),
                      "--policy", f"rl:{out}", "--quiet"]) == 0
+
+
+def test_a_campaign_runs_a_trained_policy_like_simulate(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    from batsched_ml.analysis import compute_metrics
+    from batsched_ml.campaign.results import read_results
+    from batsched_ml.campaign.run import run_campaign
+    from batsched_ml.campaign.spec import load_campaign
+
+    network = random_network(5)
+    network.save(tmp_path / "p.json")
+    spec = f"rl:{tmp_path / 'p.json'}"
+    (tmp_path / "c.toml").write_text(f"""
+[campaign]
+name = "rl"
+baseline = "easy"
+[traces.tiny]
+workload = "{TINY[1]}"
+platform = "{TINY[0]}"
+[configs.easy]
+scheduler = "easy"
+[configs.easy-rl]
+policy = "{spec}"
+""")
+    outcome = run_campaign(load_campaign(tmp_path / "c.toml"), tmp_path / "out", workers=0, progress=False,
+                           log=lambda *a, **k: None)
+    rows = {r["config"]: r for r in read_results(tmp_path / "out")}
+    assert rows["easy-rl"]["status"] == "ok", outcome
+    assert cli_main(["simulate", "-p", str(TINY[0]), "-w", str(TINY[1]), "-e", str(tmp_path / "s"),
+                     "--policy", spec, "--quiet"]) == 0
+    expected = compute_metrics(tmp_path / "s_jobs.csv")["avebsld_tau10"]
+    assert float(rows["easy-rl"]["avebsld10"]) == pytest.approx(expected, rel=1e-12)
+    assert float(rows["easy-rl"]["avebsld10"]) != pytest.approx(float(rows["easy"]["avebsld10"]))
+    capsys.readouterr()
