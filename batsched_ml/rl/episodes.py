@@ -19,7 +19,7 @@ import numpy as np
 
 from ..validation import machine_size
 
-__all__ = ["Sequences", "Trace", "load_trace"]
+__all__ = ["Sequences", "Trace", "TrainingSettings", "load_trace"]
 
 
 @dataclass(frozen=True)
@@ -119,3 +119,17 @@ class Sequences:
         return {"nb_res": self.trace.nb_cores, "jobs": seq_jobs,
                 "profiles": {name: profiles[name] for name in sorted(used) if name in profiles},
                 "sequence": {"trace": self.trace.name, "start": start, "length": self.length}}
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """What every trainer shares: where the training sequences come from, the scheduler the policy
+    orders and the network's shape (``es.ESConfig`` and ``ppo.PPOConfig`` add their own)."""
+
+    workload: str
+    nb_cores: int | None = None
+    backfill: str = "none"
+    sequence_length: int = 256
+    start_range: tuple = (0.0, 0.8)
+    hidden: tuple = (8,)
+    seed: int = 0

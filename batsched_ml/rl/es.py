@@ -30,27 +30,20 @@ from pathlib import Path
 import numpy as np
 
 from ..policies.network import NetworkPolicy, ScoringNetwork
-from .episodes import Sequences, load_trace
+from .episodes import Sequences, TrainingSettings, load_trace
 from .evaluate import sequence_bsld
 
 __all__ = ["ESConfig", "train_es"]
 
 
 @dataclass(frozen=True)
-class ESConfig:
+class ESConfig(TrainingSettings):
     """Everything that decides a training run's result (a checkpoint resumes only the same)."""
 
-    workload: str
-    nb_cores: int | None = None
-    backfill: str = "none"
-    sequence_length: int = 256
     sequences: int = 4
-    start_range: tuple = (0.0, 0.8)
-    hidden: tuple = (8,)
     population: int = 8
     generations: int = 30
     sigma: float = 0.5
-    seed: int = 0
     tau: float = 10.0
 
     def check(self) -> None:

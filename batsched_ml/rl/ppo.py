@@ -19,22 +19,16 @@ from pathlib import Path
 import numpy as np
 
 from ..policies.network import FEATURES, ScoringNetwork
+from .episodes import TrainingSettings
 
 __all__ = ["PPOConfig", "train_ppo"]
 
 
 @dataclass(frozen=True)
-class PPOConfig:
-    workload: str
-    nb_cores: int | None = None
-    backfill: str = "none"
-    sequence_length: int = 256
-    start_range: tuple = (0.0, 0.8)
-    hidden: tuple = (8,)
+class PPOConfig(TrainingSettings):
     timesteps: int = 100_000
     window: int = 128
     reward: str = "bsld-step"
-    seed: int = 0
     envs: int = 1
     n_steps: int = 2048
     checkpoint_every: int = 10_000
