@@ -1,6 +1,5 @@
 """Speed of the reinforcement-learning environment (``batsched_ml/Scheduling-v0``): env steps per
-CPU-second for a random agent on 1,024-job sequences, beside the plain embedded simulation of the
-same sequences (``simulate``, strict FCFS, exact instants) so the environment's own overhead shows.
+CPU-second for a random agent on 1,024-job sequences, and how much of a step is the environment's own.
 
     python benchmarks/bench_rl_env.py [SDSC-SP2 lublin_256 | TRACE.swf.gz ...] [--episodes 5]
         [--backfill none easy] [--window 128] [--profile]
@@ -9,8 +8,10 @@ Traces by short name (``SDSC-SP2``, ``KTH``...) in ``--traces-dir`` (default
 ``$BATSCHED_ML_SHARED/traces`` or ``../shared/traces``), ``lublin_256`` (RLScheduler's file, same
 directory), or paths.
 The random agent picks uniformly among the slots holding a job (a few microseconds: numpy's
-generator). CPU time is the figure to read on a shared machine. Also printed: steps per job
-and the environment's cost per queued job, to show that a step's cost does not grow with the queue.
+generator). CPU time is the figure to read on a shared machine. Also printed: steps per job, and the
+same episodes with the same random choices *without* the environment (the simulator, the decision
+core and the scheduler asking an in-process chooser): the difference is the environment's own cost
+per step (observation, greenlet switches, step bookkeeping).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from benchdata import MissingData, add_data_arguments, trace_path  # noqa: E402
 
 
 def run_random(env, episodes: int, seed: int):
+    """The environment with a random agent: (steps, CPU s, queue lengths, sequence starts)."""
     rng = np.random.default_rng(seed)
-    steps, queue_lengths = 0, []
+    steps, queue_lengths, starts = 0, [], []
     obs, info = env.reset(seed=seed)
     done = 0
     t0 = time.process_time()
@@ -38,20 +40,27 @@ def run_random(env, episodes: int, seed: int):
         steps += 1
         if terminated:
             done += 1
+            starts.append(info["episode"]["start"])
             if done < episodes:
                 obs, info = env.reset()
         else:
             queue_lengths.append(info["queued"])
-    return steps, time.process_time() - t0, queue_lengths
+    return steps, time.process_time() - t0, queue_lengths, starts
 
 
-def plain_simulation(env, starts) -> float:
-    from batsched_ml.runner import build_scheduler, simulate
+def without_environment(env, starts, seed: int) -> float:
+    """CPU s of the same episodes, same random choices, without the environment: the simulator, the
+    decision core and the scheduler asking an in-process chooser (no observation, no greenlet)."""
+    from batsched_ml.rl.agent import agent_scheduler
+    from batsched_ml.runner import simulate
     from batsched_ml.simulator.engine import NO_LATENCY
 
+    rng = np.random.default_rng(seed)
+    workloads = [env.sequences.workload(start) for start in starts]
     t0 = time.process_time()
-    for start in starts:
-        simulate(env.nb_cores, env.sequences.workload(start), build_scheduler("fcfs", "fcfs"), latency=NO_LATENCY)
+    for workload in workloads:
+        scheduler = agent_scheduler(lambda queue, now: int(rng.integers(len(queue.slots))), env.backfill, env.window)
+        simulate(env.nb_cores, workload, scheduler, latency=NO_LATENCY)
     return time.process_time() - t0
 
 
@@ -67,8 +76,8 @@ def main() -> int:
     args = parser.parse_args()
     from batsched_ml.rl.env import SchedulingEnv
 
-    print("| trace | backfill | episodes | steps | steps/job | CPU s | steps per CPU-s | plain simulate CPU s | "
-          "env overhead per step (us) | median / max queue |")
+    print("| trace | backfill | episodes | steps | steps/job | CPU s | steps per CPU-s | same choices without the "
+          "environment, CPU s | environment's own cost per step (us) | median / max queue |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name in args.traces:
         try:
@@ -87,13 +96,12 @@ def main() -> int:
                 pstats.Stats("/tmp/bench_rl_env.prof").sort_stats("tottime").print_stats(25)
                 args.profile = False
             run_random(env, 1, args.seed + 1000)  # warm-up: caches, imports
-            steps, cpu, queues = run_random(env, args.episodes, args.seed)
-            starts = env.sequences.starts(args.episodes, args.seed)
-            plain = plain_simulation(env, starts)
+            steps, cpu, queues, starts = run_random(env, args.episodes, args.seed)
+            bare = without_environment(env, starts, args.seed)
             jobs = args.episodes * env.sequences.length
-            overhead = (cpu - plain) / steps * 1e6
+            overhead = (cpu - bare) / steps * 1e6
             print(f"| {path.name} | {backfill} | {args.episodes} | {steps} | {steps / jobs:.2f} | {cpu:.2f} | "
-                  f"{steps / cpu:,.0f} | {plain:.2f} | {overhead:.0f} | {int(np.median(queues))} / {max(queues)} |")
+                  f"{steps / cpu:,.0f} | {bare:.2f} | {overhead:.0f} | {int(np.median(queues))} / {max(queues)} |")
     return 0
 
 
