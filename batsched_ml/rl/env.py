@@ -106,11 +106,16 @@ class SchedulingEnv(gym.Env):
         raise ValueError(f"{self.trace.name}: {where} never had two jobs waiting: no decision to learn from")
 
     def step(self, action):
-        if self._run is None:
+        if self._run is None or self._run.dead:
             raise RuntimeError("the episode is over (or never began): call reset()")
         self._steps += 1
-        invalid = not (0 <= int(action) < self.window and self._mask[int(action)])
-        event = self._run.switch(int(action))
+        action = int(action)
+        invalid = not (0 <= action < self.window and self._mask[action])
+        try:
+            event = self._run.switch(action)
+        except BaseException:
+            self._run = None  # the simulation failed (its error propagates): this episode is over
+            raise
         obs, reward, terminated, truncated, info = self._outcome(event)
         reward, self._carry = reward + self._carry, 0.0
         info["invalid_action"] = invalid
