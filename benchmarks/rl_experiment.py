@@ -144,8 +144,9 @@ def _ci(values) -> tuple[float, float]:
 
 def cmd_report(args) -> int:
     rows = list(csv.DictReader(open(args.results / "sequences.csv", newline="")))
-    print("| trace | backfilling | order | mean AVEbsld | 95% CI | seeds: per-seed means | RLScheduler (published) |")
-    print("|---|---|---|---:|---|---|---:|")
+    print("| trace | backfilling | order | mean AVEbsld | 95% CI | / FCFS | seeds: per-seed means | "
+          "RLScheduler (published) |")
+    print("|---|---|---|---:|---|---:|---|---:|")
     for trace in args.traces:
         for backfill in args.backfill:
             sub = [r for r in rows if r["trace"] == trace and r["backfill"] == backfill]
@@ -156,6 +157,7 @@ def cmd_report(args) -> int:
             for order, values in by_order.items():
                 base = order.rsplit(" s", 1)[0] if order.startswith("RL (") else order
                 groups.setdefault(base, []).append(values)
+            fcfs = np.mean(list(by_order["FCFS"].values())) if "FCFS" in by_order else float("nan")
             for base, seeds in groups.items():
                 starts = sorted(set.intersection(*(set(s) for s in seeds)))
                 per_sequence = [np.mean([s[start] for s in seeds]) for start in starts]
@@ -164,11 +166,14 @@ def cmd_report(args) -> int:
                 key = "rl" if base.startswith("RL (") and trace in base else "fcfs" if base == "FCFS" else None
                 published = PUBLISHED.get((trace, backfill, key))
                 print(f"| {trace} | {'EASY' if backfill == 'easy' else 'none'} | {base} | {np.mean(per_sequence):,.1f} | "
-                      f"{lo:,.1f} - {hi:,.1f} | {spread} | {'' if published is None else f'{published:,.0f}'} |")
+                      f"{lo:,.1f} - {hi:,.1f} | {np.mean(per_sequence) / fcfs:.3f} | {spread} | "
+                      f"{'' if published is None else f'{published:,.0f}'} |")
     print()
     print("| policy | trained on | backfilling | generations | simulated jobs | CPU s | wall s | final fitness |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for path in sorted(args.policies.glob("rl-*.json")):
+        if not _finished(path):
+            continue
         meta = json.loads(path.read_text()).get("metadata", {})
         cfg = meta.get("config", {})
         print(f"| {path.name} | {Path(meta.get('trained_on', '?')).name} | {cfg.get('backfill')} | "
