@@ -64,6 +64,38 @@ def without_environment(env, starts, seed: int) -> float:
     return time.process_time() - t0
 
 
+def decision_cost(queue_lengths=(10, 128, 1_000, 10_000, 100_000), window=128, repeats=2000):
+    """Microseconds (wall, best of 7) of one decision's own work -- the agent queue's choice with the
+    observation built -- with N jobs queued: flat in N (O(window))."""
+    from types import SimpleNamespace
+
+    from batsched_ml.core.job import Job
+    from batsched_ml.core.machine import Machine
+    from batsched_ml.rl import observation
+    from batsched_ml.rl.agent import AgentQueue
+
+    rows = []
+    for n in queue_lengths:
+        queue = AgentQueue(lambda q, now: (observation.build(q, now), 0)[1], window)
+        queue.on_simulation_begins(1024)
+        rng = np.random.default_rng(0)
+        for seq in range(1, n + 1):
+            res = int(rng.integers(1, 1025))
+            queue.add(Job(id=f"w0!{seq}", workload="w0", name=str(seq), subtime=float(seq), walltime=3600.0,
+                          res=res, profile="p", data={}, submission_time=float(seq), seq=seq, estimate=3600.0),
+                      float(seq))
+        ctx = SimpleNamespace(now=float(n + 10), machine=Machine(1024))
+        best = float("inf")
+        for _ in range(7):
+            t0 = time.perf_counter()
+            for _ in range(repeats):
+                queue.begin_pass(ctx)
+                queue.first(ctx.now)
+            best = min(best, (time.perf_counter() - t0) / repeats * 1e6)
+        rows.append((n, best))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("traces", nargs="*", default=["SDSC-SP2", "lublin_256"])
@@ -73,8 +105,16 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="cProfile summary of the first configuration")
+    parser.add_argument("--scaling", action="store_true", help="only the cost of a decision against the queue length")
     args = parser.parse_args()
     from batsched_ml.rl.env import SchedulingEnv
+
+    if args.scaling:
+        print("| queued jobs | one decision (choice + observation), us |")
+        print("|---:|---:|")
+        for n, us in decision_cost(window=args.window):
+            print(f"| {n:,} | {us:.1f} |")
+        return 0
 
     print("| trace | backfill | episodes | steps | steps/job | CPU s | steps per CPU-s | same choices without the "
           "environment, CPU s | environment's own cost per step (us) | median / max queue |")
