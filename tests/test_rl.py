@@ -413,3 +413,12 @@ policy = "{spec}"
     assert float(rows["easy-rl"]["avebsld10"]) == pytest.approx(expected, rel=1e-12)
     assert float(rows["easy-rl"]["avebsld10"]) != pytest.approx(float(rows["easy"]["avebsld10"]))
     capsys.readouterr()
+
+
+def test_a_flag_of_the_other_algorithm_is_refused(tmp_path, capsys):
+    code = cli_main(["train-policy", KTH, "-o", str(tmp_path / "p.json"), "--timesteps", "100"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == ["batsched-ml: error: --timesteps is a flag of --algorithm ppo, not of --algorithm es"]
+    code = cli_main(["train-policy", KTH, "-o", str(tmp_path / "p.json"), "--algorithm", "ppo", "--generations", "3"])
+    assert code == 2 and "--generations is a flag of --algorithm es" in capsys.readouterr().err
+    assert not (tmp_path / "p.json").exists()

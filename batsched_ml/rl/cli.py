@@ -46,9 +46,25 @@ def cmd_train_policy(args) -> int:
         raise
 
 
+# The flags of one algorithm (a flag of the other is refused, never ignored) and their defaults.
+ALGORITHM_FLAGS = {"es": {"generations": 30, "population": 8, "sequences": 4, "sigma": 0.5},
+                   "ppo": {"timesteps": 100_000, "window": 128, "reward": "bsld-step", "envs": 1}}
+
+
+def _algorithm_flags(args) -> None:
+    for algorithm, flags in ALGORITHM_FLAGS.items():
+        for name, default in flags.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
+            elif algorithm != args.algorithm:
+                raise check.ValidationError(f"--{name} is a flag of --algorithm {algorithm}, not of "
+                                            f"--algorithm {args.algorithm}")
+
+
 def _train(args) -> int:
     from ..progress import TaskProgress
 
+    _algorithm_flags(args)
     nb_cores = _cores(args)
     if args.algorithm == "ppo":
         from .ppo import PPOConfig, train_ppo
@@ -115,18 +131,18 @@ def add_rl_commands(sub) -> None:
     p.add_argument("--restart", action="store_true", help="ignore an existing checkpoint and start over")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar or per-generation lines")
     es = p.add_argument_group("es")
-    es.add_argument("--generations", type=positive("--generations"), default=30, help="generations (default 30)")
-    es.add_argument("--population", type=arg(check.positive_int, "--population", integer=True), default=8,
+    es.add_argument("--generations", type=positive("--generations"), default=None, help="generations (default 30)")
+    es.add_argument("--population", type=arg(check.positive_int, "--population", integer=True), default=None,
                     help="candidates per generation (default 8)")
-    es.add_argument("--sequences", type=positive("--sequences"), default=4,
+    es.add_argument("--sequences", type=positive("--sequences"), default=None,
                     help="training sequences per generation, the same for every candidate (default 4)")
-    es.add_argument("--sigma", type=arg(check.positive, "--sigma"), default=0.5,
+    es.add_argument("--sigma", type=arg(check.positive, "--sigma"), default=None,
                     help="initial step size (default 0.5)")
     ppo = p.add_argument_group("ppo")
-    ppo.add_argument("--timesteps", type=positive("--timesteps"), default=100_000,
+    ppo.add_argument("--timesteps", type=positive("--timesteps"), default=None,
                      help="environment steps (default 100000)")
-    ppo.add_argument("--window", type=positive("--window"), default=128, help="observed queue window (default 128)")
+    ppo.add_argument("--window", type=positive("--window"), default=None, help="observed queue window (default 128)")
     ppo.add_argument("--reward", choices=("bsld", "bsld-step", "wait", "wait-step", "utilisation"),
-                     default="bsld-step", help="reward (default bsld-step: -AVEbsld paid as jobs start)")
-    ppo.add_argument("--envs", type=positive("--envs"), default=1, help="parallel environments (default 1)")
+                     default=None, help="reward (default bsld-step: -AVEbsld paid as jobs start)")
+    ppo.add_argument("--envs", type=positive("--envs"), default=None, help="parallel environments (default 1)")
     p.set_defaults(func=cmd_train_policy)
