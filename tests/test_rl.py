@@ -422,3 +422,20 @@ def test_a_flag_of_the_other_algorithm_is_refused(tmp_path, capsys):
     code = cli_main(["train-policy", KTH, "-o", str(tmp_path / "p.json"), "--algorithm", "ppo", "--generations", "3"])
     assert code == 2 and "--generations is a flag of --algorithm es" in capsys.readouterr().err
     assert not (tmp_path / "p.json").exists()
+
+
+def test_the_estimate_feature_follows_the_configured_predictor():
+    """With ``predictor="clairvoyant"`` the agent sees the actual runtimes, not the requested times."""
+    def estimates(predictor):
+        env = make(predictor=predictor)
+        obs, info = env.reset(seed=0, options={"start": 200})
+        seen = []
+        for _ in range(30):
+            seen.append(obs["jobs"][info["action_mask"], 1].copy())
+            obs, _, terminated, _, info = env.step(0)
+            if terminated:
+                break
+        return np.concatenate(seen)
+
+    requested, actual = estimates(None), estimates("clairvoyant")
+    assert len(requested) == len(actual) and (actual <= requested + 1e-6).all() and (actual < requested - 0.01).any()
