@@ -3,6 +3,7 @@
     python benchmarks/rl_experiment.py train     [--seeds 0 1 2] [--generations 40] ...
     python benchmarks/rl_experiment.py evaluate  [--sequences 10]
     python benchmarks/rl_experiment.py report    > table.md
+    python benchmarks/rl_experiment.py whole --whole results/rl-whole   # after experiments/rl.toml
 
 ``train``: a scoring network per trace (RLScheduler's ``lublin_256.swf`` and SDSC-SP2), per
 scheduler (strict FCFS = "without backfilling", EASY = "with") and per seed, by CMA-ES on
@@ -182,9 +183,36 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_whole(args) -> int:
+    """The whole-trace table from the ``experiments/rl.toml`` campaign's results directories, beside the
+    best non-clairvoyant configuration of ``benchmarks/results/gaussier2015/results.csv``."""
+    runs: dict = {}
+    for directory in args.whole:
+        path = Path(directory) / "results.csv"
+        if path.is_file():
+            for r in csv.DictReader(open(path, newline="")):
+                if r["status"] == "ok":
+                    runs[(r["trace"], r["config"])] = float(r["avebsld10"])
+    best: dict = {}
+    gaussier = ROOT / "benchmarks" / "results" / "gaussier2015" / "results.csv"
+    for r in csv.DictReader(open(gaussier, newline="")):
+        if r["status"] == "ok" and "clairvoyant" not in r["config"] and r["config"] != "easy":
+            value = float(r["avebsld10"])
+            if r["trace"] not in best or value < best[r["trace"]][0]:
+                best[r["trace"]] = (value, r["config"])
+    configs = ["easy", "easy-f1"] + sorted({c for _, c in runs if c.startswith("easy-rl-")})
+    print("| trace | " + " | ".join(configs) + " | best of our other methods (gaussier2015) |")
+    print("|---|" + "---:|" * len(configs) + "---|")
+    for trace in ("KTH-SP2", "CTC-SP2", "SDSC-BLUE"):
+        cells = [f"{runs[(trace, c)]:.1f}" if (trace, c) in runs else "not run" for c in configs]
+        value, name = best.get(trace, (float("nan"), "?"))
+        print(f"| {trace} | " + " | ".join(cells) + f" | {value:.1f} ({name}) |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("train", "evaluate", "report"))
+    parser.add_argument("command", choices=("train", "evaluate", "report", "whole"))
     parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=list(TRACES))
     parser.add_argument("--traces-dir", type=Path, default=SHARED / "traces")
     parser.add_argument("--backfill", nargs="+", default=["none", "easy"], choices=["none", "easy"])
@@ -197,11 +225,14 @@ def main() -> int:
     parser.add_argument("--sequences-per-generation", type=int, default=4)
     parser.add_argument("--sequence-length", type=int, default=256)
     parser.add_argument("--sequences", type=int, default=10, help="held-back evaluation sequences")
+    parser.add_argument("--whole", nargs="+", default=[Path("results") / "rl-whole"],
+                        help="results directories of the experiments/rl.toml campaign (whole)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     args.checkpoints.mkdir(parents=True, exist_ok=True)
     try:
-        return {"train": cmd_train, "evaluate": cmd_evaluate, "report": cmd_report}[args.command](args)
+        return {"train": cmd_train, "evaluate": cmd_evaluate, "report": cmd_report,
+                "whole": cmd_whole}[args.command](args)
     except MissingData as exc:
         print(f"rl_experiment: error: {exc}", file=sys.stderr)
         return 2
