@@ -16,14 +16,20 @@ from test_real_batsim import BIG, ROOT, RUN_TIMEOUT, compare, free_endpoint, nee
     read_jobs, run_batsim
 
 
+TRAINED = ROOT / "experiments" / "policies" / "rl" / "rl-sdsc-sp2-easy-s0.json"  # train-policy's, shipped
+
+
 @needs_batsim
-@pytest.mark.parametrize("scheduler", ["fcfs", "easy"])
-def test_real_batsim_runs_a_scoring_network_like_the_embedded_simulator(tmp_path, scheduler):
+@pytest.mark.parametrize("scheduler,network", [("fcfs", "random"), ("easy", "random"), ("easy", "trained")])
+def test_real_batsim_runs_a_scoring_network_like_the_embedded_simulator(tmp_path, scheduler, network):
     platform, workload, _ = BIG
-    shape = ScoringNetwork.shaped((6,))
-    network = shape.with_parameters(np.random.default_rng(3).normal(0, 1.5, shape.nb_parameters))
-    network.save(tmp_path / "policy.json")
-    spec = f"rl:{tmp_path / 'policy.json'}"
+    if network == "trained":
+        spec = f"rl:{TRAINED}"
+    else:
+        shape = ScoringNetwork.shaped((6,))
+        weights = np.random.default_rng(3).normal(0, 1.5, shape.nb_parameters)
+        shape.with_parameters(weights).save(tmp_path / "policy.json")
+        spec = f"rl:{tmp_path / 'policy.json'}"
     endpoint = free_endpoint()
     serve = subprocess.Popen([sys.executable, "-m", "batsched_ml.cli", "serve", "-s", endpoint, "--timeout",
                               str(int(RUN_TIMEOUT)), "--scheduler", scheduler, "--policy", spec],
@@ -40,6 +46,7 @@ def test_real_batsim_runs_a_scoring_network_like_the_embedded_simulator(tmp_path
     assert set(real) == set(emb)
     # Every job starts within a millisecond (a message latency: the embedded simulator's fidelity to
     # Batsim's timing, whatever the policy) and ends in the same state; measured on KTH-5k: all but one
-    # job to the microsecond (0.6 ms for one, under fcfs).
+    # job to the microsecond (0.6 ms for one, under fcfs). "To the microsecond": within the CSVs' last
+    # printed digit (two prints of the same instant can differ by 1.00024e-6 s, 21 jobs of the trained run).
     assert compare(real, emb, 1e-3) == (1.0, 0)
-    assert compare(real, emb, 1e-6)[0] >= 0.999
+    assert compare(real, emb, 2e-6)[0] >= 0.999
