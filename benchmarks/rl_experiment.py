@@ -185,7 +185,7 @@ def cmd_report(args) -> int:
 
 def cmd_whole(args) -> int:
     """The whole-trace table from the ``experiments/rl.toml`` campaign's results directories, beside the
-    best non-clairvoyant configuration of ``benchmarks/results/gaussier2015/results.csv``."""
+    best non-clairvoyant configuration of ``--others`` (the ``experiments/gaussier2015.toml`` results)."""
     runs: dict = {}
     for directory in args.whole:
         path = Path(directory) / "results.csv"
@@ -194,8 +194,7 @@ def cmd_whole(args) -> int:
                 if r["status"] == "ok":
                     runs[(r["trace"], r["config"])] = float(r["avebsld10"])
     best: dict = {}
-    gaussier = ROOT / "benchmarks" / "results" / "gaussier2015" / "results.csv"
-    for r in csv.DictReader(open(gaussier, newline="")):
+    for r in csv.DictReader(open(args.others, newline="")):
         if r["status"] == "ok" and "clairvoyant" not in r["config"] and r["config"] != "easy":
             value = float(r["avebsld10"])
             if r["trace"] not in best or value < best[r["trace"]][0]:
@@ -227,6 +226,8 @@ def main() -> int:
     parser.add_argument("--sequences", type=int, default=10, help="held-back evaluation sequences")
     parser.add_argument("--whole", nargs="+", default=[Path("results") / "rl-whole"],
                         help="results directories of the experiments/rl.toml campaign (whole)")
+    parser.add_argument("--others", type=Path, default=ROOT / "benchmarks" / "results" / "gaussier2015" / "results.csv",
+                        help="results.csv of the experiments/gaussier2015.toml campaign (whole: the best other method)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     args.checkpoints.mkdir(parents=True, exist_ok=True)
