@@ -58,8 +58,10 @@ starts); learned state ends in ``_`` and is created by ``reset`` / ``fit``; ``ge
 
 Two shapes that a learned (e.g. reinforcement-learning) scheduler takes, both expressible here:
 a **policy that scores jobs** (``Policy.key(job, now)``: lower runs first; set ``dynamic =
-True`` if the score depends on ``now``) used by any queue scheduler; and a **scheduler where an
-agent picks the next job**: a :class:`QueueScheduler` whose ``schedule(ctx)`` shows the agent
+True`` if the score depends on ``now``; since 1.1, ``Policy.order(jobs, now)`` may score the
+whole queue in one call and ``Policy.on_simulation_begins(nb_cores)`` is told the machine
+size: ``--policy rl:FILE``, ``batsched_ml.policies.network``) used by any queue scheduler;
+and a **scheduler where an agent picks the next job**: a :class:`QueueScheduler` whose ``schedule(ctx)`` shows the agent
 ``self.queue.ordered(ctx.now)``, ``ctx.machine`` and ``ctx.now``, starts the job it picks with
 ``ctx.execute(job, ctx.machine.lowest_free(job.res))`` (then ``self.queue.remove(job)``) and asks
 ``ctx.call_me_later`` when it wants to decide again without an event.

@@ -374,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .learning.cli import add_learning_commands
 
     add_learning_commands(sub)
+    from .rl.cli import add_rl_commands
+
+    add_rl_commands(sub)
     return parser
 
 

@@ -25,6 +25,7 @@ import json
 from .config import ConfigError, RunConfig, check_values, settings
 from .options import PREFIX, check_options, classification_options, constructor_parameters
 from .plugins import load
+from .policies.expression import SPEC_PREFIXES
 from .validation import ValidationError
 
 __all__ = ["build_classifier", "build_component", "build_estimator", "build_policy", "build_scheduler",
@@ -61,7 +62,7 @@ def resolve(config: RunConfig) -> RunConfig:
     for name, kind in (("policy", "policies"), ("predictor", "predictors"), ("correction", "corrections"),
                        ("classifier", "classifiers"), ("distribution", "distributions")):
         value = getattr(resolved, name)
-        if value is not None and not (kind == "policies" and value.startswith(("expr:", "learned:"))):
+        if value is not None and not (kind == "policies" and value.startswith(SPEC_PREFIXES)):
             load(kind, value)  # an unknown or broken plugin fails here, by name
     return resolved.replace(options=check_options(resolved, scheduler_cls))
 
@@ -140,8 +141,8 @@ def split_options(config: RunConfig, scheduler_cls) -> dict[str, dict]:
 
 def build_policy(name: str, params: dict | None = None):
     """A queue order from its plugin name (with its ``-o policy_<param>`` options), or from
-    ``expr:FORMULA`` / ``learned:FILE.json[#k]``."""
-    if name.startswith(("expr:", "learned:")):
+    ``expr:FORMULA`` / ``learned:FILE.json[#k]`` / ``rl:FILE.json``."""
+    if name.startswith(SPEC_PREFIXES):
         from .policies.expression import policy_from_spec
 
         return policy_from_spec(name)

@@ -78,7 +78,8 @@ class RunConfig:
         "(default easy)", value_default="easy", default="easy", plugin="schedulers")
     policy: str | None = setting(
         "--policy", "queue order: fcfs spf saf wfp3 unicef f1..f4, expr:FORMULA (e.g. "
-        "expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file; default fcfs)", default="fcfs", param="policy", plugin="policies")
+        "expr:'log10(r)*n + 870*log10(s)'), learned:FILE.json#k (a learn-policy file) or rl:FILE.json (a "
+        "train-policy scoring network; default fcfs)", default="fcfs", param="policy", plugin="policies")
     reservations: str | None = setting(
         "--reservations", "reservation model of backfilling schedulers: count = textbook (papers), cores = "
         "batsched's (default count)", default="count", param="reservations", choices=("count", "cores"))

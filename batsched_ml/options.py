@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .config import ConfigError, RunConfig, did_you_mean, flag_of
 from .plugins import GROUPS, PluginError, entries, load, load_entry
+from .policies.expression import SPEC_PREFIXES
 
 # How -o keys of each plugin kind are spelt.
 PREFIX = {"policies": "policy_", "predictors": "predictor_", "corrections": "correction_",
@@ -112,7 +113,7 @@ def classification_options() -> dict[str, OptionSpec]:
 def option_schema(config: RunConfig, scheduler_cls) -> dict[str, OptionSpec] | None:
     """Every -o key ``config`` (resolved) accepts; None when a component takes arbitrary keywords."""
     parts = [component_options("schedulers", scheduler_cls, f"scheduler {config.scheduler!r}")]
-    if config.policy and not config.policy.startswith(("expr:", "learned:")):
+    if config.policy and not config.policy.startswith(SPEC_PREFIXES):
         parts.append(component_options("policies", load("policies", config.policy), f"policy {config.policy!r}"))
     for kind, name in (("predictors", config.predictor), ("corrections", config.correction),
                        ("distributions", config.distribution)):

@@ -64,7 +64,7 @@ SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "pred
 
 # The plugin API (``batsched_ml.api``) this package provides: a plugin class may require a version
 # with ``api_version = "1.0"`` (same major, minor at most ours); see docs/api.md for what each covers.
-API_VERSION = "1.0"
+API_VERSION = "1.1"  # 1.1: Policy.order and Policy.on_simulation_begins (optional hooks)
 
 
 class PluginError(LookupError):
@@ -122,7 +122,8 @@ def _installed(group: str) -> tuple:
 
 
 # the queue orders that are not plugins of their own (``resolve_policy``)
-POLICY_FORMS = ", expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)') or learned:FILE.json#k (a learn-policy file)"
+POLICY_FORMS = (", expr:FORMULA (e.g. expr:'log10(r)*n + 870*log10(s)'), learned:FILE.json#k (a learn-policy file) "
+                "or rl:FILE.json (a train-policy scoring network)")
 
 
 def load(kind: str, name: str):

@@ -36,6 +36,9 @@ ps.buildPythonPackage {
     ps.numba
     ps.matplotlib
     ps.tomli-w
+    ps.gymnasium
+    ps.greenlet
+    ps.cma
   ];
   doCheck = false; # the tests run in nix-shell (they need the golden files)
   pythonImportsCheck = [ "batsched_ml.server.serve" ];

@@ -3,7 +3,8 @@
 Every flag of ``simulate``'s "scheduler" argument group is drawn: a flag naming a plugin
 (``--scheduler``, ``--policy``, ``--predictor``, ``--correction``, ``--classifier``,
 ``--distribution``: ``--<kind>`` for each kind of ``plugins.GROUPS``) among the registered
-plugins (``plugins.available``) or an unknown name; a flag with choices among them; a switch on
+plugins (``plugins.available``) or an unknown name, and for ``--policy`` also the specs
+(``expr:``, ``learned:FILE#k``, ``rl:FILE`` with the shipped files, a missing file); a flag with choices among them; a switch on
 or off; a typed value among valid and invalid ones; and ``-o KEY=VALUE`` among the keys the drawn
 configuration's constructors declare (``options.option_schema``), or a misspelt one. A new
 plugin, flag or constructor parameter is drawn without editing this file (an unknown kind of flag
@@ -42,7 +43,13 @@ ERROR_LINE = re.compile(r"^batsched-ml[^:]*: error: \S")
 UNKNOWN = "no-such-plugin"  # a plugin name nobody registered: must be refused
 # values of a typed flag (a number, a seed): valid ones, and out-of-range or malformed ones
 TYPED_VALUES = ["0", "1", "60", "1000.5", "-1", "nan", "inf", "abc", "4294967296"]
-EXPRESSIONS = ["expr:r*n"]  # --policy also takes a formula (expr:) besides the policy plugins
+# --policy also takes a spec besides the policy plugins: a formula (expr:), a learned function
+# (learned:FILE#k) and a trained scoring network (rl:FILE, issue 27), each as shipped in
+# experiments/policies, and a file that does not exist (refused in one line)
+POLICY_FILES = Path(__file__).resolve().parent.parent / "experiments" / "policies"
+RL_POLICIES = [f"rl:{POLICY_FILES / 'rl' / 'rl-sdsc-sp2-easy-s0.json'}",
+               f"rl:{POLICY_FILES / 'rl' / 'rl-lublin-256-none-s0.json'}", "rl:no-such-network.json"]
+EXPRESSIONS = ["expr:r*n", f"learned:{POLICY_FILES / 'lublin256-t32-p16k.json'}#1", *RL_POLICIES]
 # -o values that keep a draw quick (classifiers' models, weeks short enough to retrain); any
 # other key drawn gets its declared default
 QUICK = {"n_estimators": 3, "max_iter": 5, "max_samples": None, "period": 600.0, "unix_start_time": 0,
@@ -71,8 +78,9 @@ def _flag(action) -> str:
 
 
 @st.composite
-def cli_configurations(draw) -> dict:
-    """``{"argv": [flags...], "config": {dest: value}}``: one point of the configuration space."""
+def cli_configurations(draw, policies: list | None = None) -> dict:
+    """``{"argv": [flags...], "config": {dest: value}}``: one point of the configuration space
+    (``policies``: draw ``--policy`` among these only, every other flag as usual)."""
     argv, config = [], {}
     option_action = None
     for action in FLAGS:
@@ -84,7 +92,9 @@ def cli_configurations(draw) -> dict:
             names = list(available(PLUGIN_FLAGS[flag]))
             if flag == "--policy":
                 names += EXPRESSIONS
-            if draw(st.integers(0, 29)) == RARE:
+            if flag == "--policy" and policies is not None:
+                value = draw(st.sampled_from(policies))
+            elif draw(st.integers(0, 29)) == RARE:
                 value = UNKNOWN
             else:
                 value = draw(st.sampled_from(names + ([None] * len(names) if action.default is None else [])))

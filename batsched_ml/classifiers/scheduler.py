@@ -46,6 +46,11 @@ class SmallFirst(Policy):
     def key(self, job, now):
         return (0 if job.info.get("small") else 1, self.base.key(job, now))
 
+    def on_simulation_begins(self, nb_cores: int) -> None:
+        begins = getattr(self.base, "on_simulation_begins", None)
+        if begins is not None:
+            begins(nb_cores)
+
     def __repr__(self) -> str:
         return f"SmallFirst({self.base!r})"
 

@@ -238,8 +238,13 @@ class JobQueue:
         instant, as a pass asks for the head and the order several times."""
         cache = self._dynamic_cache
         if cache is None or cache[0] != now:
-            key = self.policy.key
-            cache = self._dynamic_cache = (now, sorted(self._by_arrival, key=lambda j: (key(j, now), j.seq)))
+            order = getattr(self.policy, "order", None)  # a policy may score the queue in one call
+            if order is not None:
+                jobs = order(list(self._by_arrival), now)
+            else:
+                key = self.policy.key
+                jobs = sorted(self._by_arrival, key=lambda j: (key(j, now), j.seq))
+            cache = self._dynamic_cache = (now, jobs)
         return cache[1]
 
 

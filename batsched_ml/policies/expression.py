@@ -126,10 +126,19 @@ def learned_policy(spec: str) -> ExpressionPolicy:
     return ExpressionPolicy(entry["expression"], name=f"learned:{spec}")
 
 
+# Policies named by a formula or a file rather than a plugin name (``--policy PREFIX...``).
+SPEC_PREFIXES = ("expr:", "learned:", "rl:")
+
+
 def policy_from_spec(spec: str) -> Policy | None:
-    """``expr:...`` or ``learned:...`` as a policy; None for any other name."""
+    """``expr:...``, ``learned:...`` or ``rl:FILE.json`` (a scoring network, see
+    ``policies.network``) as a policy; None for any other name."""
     if spec.startswith("expr:"):
         return ExpressionPolicy(spec[len("expr:"):])
     if spec.startswith("learned:"):
         return learned_policy(spec[len("learned:"):])
+    if spec.startswith("rl:"):
+        from .network import network_policy
+
+        return network_policy(spec[len("rl:"):])
     return None

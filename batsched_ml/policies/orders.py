@@ -19,6 +19,14 @@ class Policy:
     def key(self, job, now: float) -> tuple:
         raise NotImplementedError
 
+    def order(self, jobs: list, now: float) -> list:
+        """``jobs`` highest priority first (ties: arrival). A dynamic policy whose keys are cheaper
+        computed together (a neural network) overrides this; the queue sorts through it."""
+        return sorted(jobs, key=lambda j: (self.key(j, now), j.seq))
+
+    def on_simulation_begins(self, nb_cores: int) -> None:
+        """The machine's size, given by the scheduler before the first job (optional)."""
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 

@@ -47,6 +47,9 @@ class QueueScheduler(Scheduler):
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
         self.nb_cores = nb_cores
+        begins = getattr(self.policy, "on_simulation_begins", None)  # a policy relative to the machine size
+        if begins is not None:
+            begins(nb_cores)
         if self.estimator is not None:
             self.estimator.attach(self, ctx)
 

@@ -1,0 +1,213 @@
+"""``batsched_ml/Scheduling-v0``: a Gymnasium environment stepping the embedded simulator one
+scheduling decision at a time.
+
+**What runs.** An episode is one job sequence (``episodes``) simulated by the embedded
+simulator (``simulator.engine``, Batsim's semantics, exact instants: ``NO_LATENCY``) talking
+to the decision core (``core.decision_core``), whose scheduler is the real ``fcfs`` or
+``easy`` with the agent choosing which queued job runs next (``agent``). A step is one such
+choice; a pass may ask several (one after each start) or none (a queue of one job). The
+outputs are the simulator's: with ``output_prefix`` each episode writes Batsim's
+``PREFIX_jobs.csv`` / ``PREFIX_schedule.csv`` and its workload, which ``batsched-ml check``
+and ``simulate`` read.
+
+**Observation, action, reward**: ``observation`` (the oldest ``window`` queued jobs' features
+and the machine, in [0, 1]), a slot of that window (``action_mask`` in ``info`` and
+``action_masks()``: the slots that hold a job; any other action is never executed -- the
+oldest job is started instead and ``info["invalid_action"]`` says so), ``reward``
+(``-AVEbsld`` at the end by default).
+
+**Inversion of control: why a greenlet.** The simulator calls the decision core, which calls
+the scheduler, which asks "which job next?" three calls deep, possibly several times in one
+pass; Gymnasium's ``step()`` is called by the agent. The simulation runs in a greenlet (a
+coroutine with its own stack): the chooser switches to the agent with the observation and is
+resumed by ``step`` with the action. The alternatives were worse: making the simulator's loop a
+generator suspends it between *messages* only, so every layer below (decision core, scheduler
+pass) would also have to become resumable, or each choice would be a separate, fictitious
+message with empty events to the decision core; threads cost a lock hand-off and two context
+switches per step (tens of microseconds, the whole budget). A greenlet round trip costs about
+a microsecond, and nothing of the simulator, the decision core or the schedulers changes: the
+environment runs the very code ``simulate`` runs. ``greenlet`` is a small, long-kept C extension
+(SQLAlchemy's and gevent's), with wheels for every platform.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+from greenlet import GreenletExit, greenlet
+
+from ..runner import simulate
+from ..simulator.engine import NO_LATENCY
+from . import observation
+from .agent import agent_scheduler
+from .episodes import Sequences, load_trace
+from .evaluate import avebsld
+from .registration import ENV_ID, register
+from .reward import Reward
+
+__all__ = ["SchedulingEnv", "ENV_ID"]
+
+
+class SchedulingEnv(gym.Env):
+    """Choose the next job of an HPC batch scheduler (see the module docstring).
+
+    ``workload``: an SWF trace, a Batsim JSON workload (path or dict) or ``lublin:CORES``;
+    ``platform``: the machine (a core count or a SimGrid XML; default the trace's size);
+    ``sequence_length`` jobs per episode (1,024), starting within ``start_range`` (fractions of
+    the trace); ``window`` action slots (128, as RLScheduler); ``backfill``: ``none`` or
+    ``easy``; ``reward`` and ``tau`` (see ``reward``); ``predictor``: a runtime predictor plugin
+    whose estimates the agent sees instead of the requested times; ``output_prefix``: write
+    each episode's Batsim outputs as ``PREFIX-<episode>_jobs.csv`` ... and its workload as
+    ``PREFIX-<episode>_workload.json``.
+
+    ``reset(options={"start": i})`` runs the sequence starting at job ``i`` of the trace
+    (evaluation on fixed sequences); otherwise starts are drawn from the seeded ``np_random``.
+    """
+
+    metadata = {"render_modes": []}
+    MAX_RESAMPLES = 100  # a drawn sequence where no job ever waits beside another has no decision
+
+    def __init__(self, workload, platform=None, *, sequence_length: int = 1024, start_range=(0.0, 1.0),
+                 window: int = 128, backfill: str = "none", reward: str = "bsld", tau: float = 10.0,
+                 predictor: str | None = None, output_prefix: str | None = None):
+        nb_cores = _machine_size(platform)
+        self.trace = load_trace(workload, nb_cores)
+        self.sequences = Sequences(self.trace, sequence_length, start_range)
+        self.nb_cores = self.trace.nb_cores
+        self.window, self.backfill, self.predictor = int(window), backfill, predictor
+        agent_scheduler(None, backfill, self.window)  # check the settings now, not at the first reset
+        self.reward_fn = Reward(reward, tau)
+        self.output_prefix = output_prefix
+        self.observation_space = observation.observation_space(self.window)
+        self.action_space = gym.spaces.Discrete(self.window)
+        self._run = None
+        self._queue = None
+        self._pending = None
+        self._mask = observation.empty(self.window)[1]
+        self._episode = 0
+        self._steps = 0
+        self._start = None
+        self._carry = 0.0
+
+    # ------------------------------------------------------------- Gymnasium
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._stop()
+        fixed = (options or {}).get("start")
+        for _ in range(1 if fixed is not None else self.MAX_RESAMPLES):
+            start = int(fixed) if fixed is not None else self.sequences.sample_start(self.np_random)
+            event = self._begin(start)
+            if event[0] == "decision":
+                obs, self._carry, _, _, info = self._outcome(event)  # jobs started before the first decision
+                return obs, info
+        where = f"the sequence at job {fixed}" if fixed is not None else f"{self.MAX_RESAMPLES} sequences drawn"
+        raise ValueError(f"{self.trace.name}: {where} never had two jobs waiting: no decision to learn from")
+
+    def step(self, action):
+        if self._run is None or self._run.dead:
+            raise RuntimeError("the episode is over (or never began): call reset()")
+        self._steps += 1
+        action = int(action)
+        invalid = not (0 <= action < self.window and self._mask[action])
+        try:
+            event = self._run.switch(action)
+        except BaseException:
+            self._run = None  # the simulation failed (its error propagates): this episode is over
+            raise
+        obs, reward, terminated, truncated, info = self._outcome(event)
+        reward, self._carry = reward + self._carry, 0.0
+        info["invalid_action"] = invalid
+        return obs, reward, terminated, truncated, info
+
+    def window_features(self) -> np.ndarray:
+        """The float64 scoring features (``policies.network.FEATURES``) of the current decision's
+        window, one row per slot holding a job: what ``--policy rl:FILE`` computes for the same
+        jobs (the observation holds them in float32)."""
+        queue = self._queue
+        return queue.features(queue.slots, queue.now)
+
+    def action_masks(self) -> np.ndarray:
+        """The slots holding a job (sb3-contrib's MaskablePPO reads this)."""
+        return self._mask
+
+    def close(self) -> None:
+        self._stop()
+
+    # --------------------------------------------------------------- episode
+    def _begin(self, start: int):
+        workload = self.sequences.workload(start)
+        self._start, self._steps = start, 0
+        self._episode += 1
+        self.reward_fn.reset(sum(1 for job in workload["jobs"] if 0 < job["res"] <= self.nb_cores))
+        estimator = _estimator(self.predictor) if self.predictor else None
+        scheduler = agent_scheduler(self._choose, self.backfill, self.window, estimator)
+        self._queue = scheduler.queue
+        prefix = None
+        if self.output_prefix is not None:
+            prefix = f"{self.output_prefix}-{self._episode}"
+            Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+            from ..workloads import write_workload
+
+            write_workload(workload, f"{prefix}_workload.json")
+        self._run = greenlet(self._simulate)
+        return self._run.switch(workload, scheduler, prefix)
+
+    def _simulate(self, workload, scheduler, prefix):
+        """The whole simulation, in the episode's greenlet."""
+        result, core = simulate(self.nb_cores, workload, scheduler, prefix, latency=NO_LATENCY)
+        return ("end", result, core)
+
+    def _choose(self, queue, now):
+        """The scheduler asks which job runs next: hand the decision to the agent, return its slot."""
+        self._pending = observation.build(queue, now)
+        return self._run.parent.switch(("decision",))
+
+    def _outcome(self, event):
+        queue = self._queue
+        started, queue.started = queue.started, []
+        reward = self.reward_fn.jobs_started(started)
+        if event[0] == "decision":
+            obs, self._mask = self._pending
+            info = {"action_mask": self._mask, "time": queue.now, "queued": len(queue)}
+            return obs, reward, False, False, info
+        _, result, core = event
+        self._run = None
+        reward += self.reward_fn.final(self.nb_cores, result.end_time)
+        obs, self._mask = observation.empty(self.window)
+        info = {"action_mask": self._mask, "episode": self.summary(core, result)}
+        return obs, reward, True, False, info
+
+    def summary(self, core, result) -> dict:
+        """The finished episode's figures (``info["episode"]`` at its last step)."""
+        ran = sum(1 for j in core.jobs.values() if j.start_time >= 0)
+        return {"start": self._start, "jobs": len(core.jobs), "ran": ran, "steps": self._steps,
+                "decisions": self._queue.decisions, "invalid_actions": self._queue.invalid_actions,
+                "avebsld": avebsld(core.jobs.values(), self.reward_fn.tau), "tau": self.reward_fn.tau,
+                "makespan": result.end_time, "jobs_csv": result.jobs_csv}
+
+    def _stop(self) -> None:
+        """Abandon an episode still running (its greenlet ends; partial outputs are closed)."""
+        run, self._run = self._run, None
+        if run is not None and not run.dead:
+            run.throw(GreenletExit)
+
+
+def _machine_size(platform) -> int | None:
+    if platform is None:
+        return None
+    if isinstance(platform, (int, np.integer)):
+        return int(platform)
+    from ..workloads import read_platform
+
+    return read_platform(platform).nb_hosts
+
+
+def _estimator(predictor: str):
+    from ..compose import build_estimator
+
+    return build_estimator(predictor)
+
+
+register()

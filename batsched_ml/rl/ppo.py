@@ -1,0 +1,198 @@
+"""Training a scoring network with PPO and action masking (sb3-contrib's MaskablePPO) in the
+Gymnasium environment: the ``[rl]`` extra (``pip install 'batsched-ml[rl]'``; torch, CPU build).
+
+The actor is RLScheduler's kernel network: one small MLP applied to every slot of the window
+(the four scoring features of a job), its outputs the slots' logits; masked slots never get
+probability. It is therefore exactly a :class:`~batsched_ml.policies.network.ScoringNetwork`,
+exported as such after training (numpy inference: ``--policy rl:FILE`` needs no torch; the
+greedy choice of the trained agent is the plugin's order). The critic sees the whole flattened
+observation (window and machine). Checkpoints: the model (``OUTPUT.ppo.zip``) and the
+exported network every ``checkpoint_every`` steps; the same command resumes from the model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..policies.network import FEATURES, ScoringNetwork
+from .episodes import TrainingSettings
+
+__all__ = ["PPOConfig", "train_ppo"]
+
+
+@dataclass(frozen=True)
+class PPOConfig(TrainingSettings):
+    timesteps: int = 100_000
+    window: int = 128
+    reward: str = "bsld-step"
+    envs: int = 1
+    n_steps: int = 2048
+    checkpoint_every: int = 10_000
+
+
+def _require():
+    try:
+        import sb3_contrib  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise ValueError(f"--algorithm ppo needs the [rl] extra ({exc.name} is not installed): "
+                         "pip install torch==<a CPU build> 'batsched-ml[rl]'") from None
+
+
+def _policy_class(window: int, hidden: tuple):
+    """The MaskablePPO policy whose actor scores each slot with one shared MLP (see the module doc)."""
+    import torch
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from torch import nn
+
+    width = 6  # observation.JOB_COLUMNS
+
+    class Flatten(BaseFeaturesExtractor):
+        def __init__(self, observation_space):
+            super().__init__(observation_space, window * width + 2)
+
+        def forward(self, obs):
+            return torch.cat((obs["jobs"].flatten(1), obs["machine"]), dim=1)
+
+    class ScoringActorCritic(nn.Module):
+        def __init__(self, features_dim: int):
+            super().__init__()
+            sizes = [len(FEATURES), *hidden]
+            layers = []
+            for a, b in zip(sizes, sizes[1:]):
+                layers += [nn.Linear(a, b), nn.Tanh()]
+            self.scorer = nn.Sequential(*layers, nn.Linear(sizes[-1], 1))
+            self.critic = nn.Sequential(nn.Linear(features_dim, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh())
+            self.latent_dim_pi, self.latent_dim_vf = window, 64
+
+        def forward_actor(self, features):
+            jobs = features[:, :window * width].reshape(-1, window, width)[:, :, :len(FEATURES)]
+            return self.scorer(jobs).squeeze(-1)
+
+        def forward_critic(self, features):
+            return self.critic(features)
+
+        def forward(self, features):
+            return self.forward_actor(features), self.forward_critic(features)
+
+    class ScoringPolicy(MaskableActorCriticPolicy):
+        def __init__(self, *args, **kwargs):
+            kwargs.pop("net_arch_hidden", None)  # recorded for resuming; the shape is this class's
+            kwargs.setdefault("features_extractor_class", Flatten)
+            kwargs["ortho_init"] = False
+            super().__init__(*args, **kwargs)
+
+        def _build_mlp_extractor(self) -> None:
+            self.mlp_extractor = ScoringActorCritic(self.features_dim)
+
+        def _build(self, lr_schedule) -> None:
+            super()._build(lr_schedule)
+            self.action_net = nn.Identity()  # the scorer's outputs are the logits
+            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    return ScoringPolicy
+
+
+def export(model, hidden: tuple) -> ScoringNetwork:
+    """The trained actor as a numpy :class:`ScoringNetwork`."""
+    linears = [m for m in model.policy.mlp_extractor.scorer if hasattr(m, "weight")]
+    layers = [(m.weight.detach().cpu().numpy().T.astype(np.float64), m.bias.detach().cpu().numpy().astype(np.float64))
+              for m in linears]
+    return ScoringNetwork(layers, FEATURES)
+
+
+def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = False, progress: bool = True,
+              log=None) -> ScoringNetwork:
+    _require()
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from .env import SchedulingEnv
+
+    if config.timesteps < 1 or config.envs < 1:
+        raise ValueError("--timesteps and --envs must be >= 1")
+    model_path = Path(checkpoint) if checkpoint is not None else Path(str(output) + ".ppo.zip")
+
+    def make(rank: int):
+        def build():
+            env = SchedulingEnv(config.workload, config.nb_cores, sequence_length=config.sequence_length,
+                                start_range=config.start_range, window=config.window, backfill=config.backfill,
+                                reward=config.reward)
+            env.reset(seed=config.seed * 1000 + rank)
+            return Monitor(env)
+        return build
+
+    builders = [make(i) for i in range(config.envs)]
+    venv = DummyVecEnv(builders) if config.envs == 1 else SubprocVecEnv(builders)
+    trace_name = venv.get_attr("trace")[0].name
+    nb_cores = venv.get_attr("nb_cores")[0]
+    n_steps = max(16, min(config.n_steps, config.timesteps // config.envs))
+    if model_path.exists() and not restart:
+        model = MaskablePPO.load(model_path, env=venv)
+        saved = model.policy_kwargs.get("net_arch_hidden")
+        if saved != list(config.hidden):
+            raise ValueError(f"{model_path} has hidden layers {saved}, not {list(config.hidden)}: pass --restart")
+        if log is not None:
+            log(f"resuming from {model_path} at step {model.num_timesteps}")
+    else:
+        policy = _policy_class(config.window, tuple(config.hidden))
+        model = MaskablePPO(policy, venv, n_steps=n_steps, batch_size=min(64, n_steps * config.envs),
+                            seed=config.seed, verbose=0, device="cpu",
+                            policy_kwargs={"net_arch_hidden": list(config.hidden)})
+    started_wall, started_cpu, already = time.perf_counter(), time.process_time(), model.num_timesteps
+
+    class Checkpoints(BaseCallback):
+        def __init__(self):
+            super().__init__()
+            self.bar = None
+            self.last = model.num_timesteps
+
+        def _on_training_start(self):
+            if progress:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=config.timesteps, initial=min(already, config.timesteps), unit="step",
+                                desc="train-policy (ppo)", leave=False)
+
+        def _on_step(self) -> bool:
+            if self.bar is not None:
+                self.bar.update(self.training_env.num_envs)
+            if self.num_timesteps - self.last >= config.checkpoint_every:
+                self.last = self.num_timesteps
+                save()
+            return True
+
+        def _on_training_end(self):
+            if self.bar is not None:
+                self.bar.close()
+
+    def save():
+        model.save(model_path)
+        network = export(model, config.hidden)
+        network.machine_cores = nb_cores
+        network.metadata = {"algorithm": "maskable-ppo", "trained_on": trace_name,
+                            "config": {**asdict(config), "hidden": list(config.hidden)},
+                            "timesteps": int(model.num_timesteps),
+                            "wall_time_s": round(time.perf_counter() - started_wall, 1),
+                            "cpu_time_s": round(time.process_time() - started_cpu, 1),
+                            "note": "wall/cpu time of the last (resumed) session only; timesteps are env decisions"}
+        network.save(output)
+        return network
+
+    try:
+        remaining = config.timesteps - model.num_timesteps
+        if remaining > 0:
+            model.learn(remaining, callback=Checkpoints(), reset_num_timesteps=False)
+        return save()
+    except KeyboardInterrupt:
+        save()
+        raise
+    finally:
+        venv.close()
