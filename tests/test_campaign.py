@@ -667,5 +667,5 @@ def test_a_subset_run_keeps_the_rows_of_a_configs_own_seeds(tmp_path):
     rows = [{"trace": "KTH1k", "window": 0, "config": cfg, "seed": s, "status": "ok", "avebsld10": 1.0}
             for cfg, seeds in (("easy", [0]), ("ci", [0, 1, 2])) for s in seeds]
     write_results(out, rows)
-    kept = _kept_rows(out, c, c.subset(configs=["spf"]))
+    kept = _kept_rows(out, c, c.subset(configs=["spf"]), [], set())
     assert sorted((r["config"], r["seed"]) for r in kept) == [("ci", 0), ("ci", 1), ("ci", 2)]
