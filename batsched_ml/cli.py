@@ -171,8 +171,14 @@ def _warn_if_partial(*jobs_csvs) -> None:
 def cmd_metrics(args) -> int:
     from .analysis import compute_metrics, format_metrics
 
+    from .analysis.metrics import read_jobs_csv
+    from .analysis.uncertainty import run_figures
+
     _warn_if_partial(args.jobs_csv)
-    metrics = compute_metrics(args.jobs_csv, taus=tuple(args.tau), nb_cores=args.nb_cores)
+    table = read_jobs_csv(args.jobs_csv)
+    metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
+    # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
+    metrics.update(run_figures(table, tuple(args.tau)))
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
 
@@ -325,7 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("metrics", help="metrics of a Batsim jobs CSV (ours or real Batsim's)")
+    p = sub.add_parser("metrics", help="metrics of a Batsim jobs CSV (ours or real Batsim's), with 95%% "
+                       "job-bootstrap intervals of AVEbsld and the cumulative bsld and the worst 1%% share")
     p.add_argument("jobs_csv", help="a Batsim jobs file (PREFIX_jobs.csv), written by simulate or by Batsim")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     p.add_argument("--tau", type=arg(check.tau, "--tau"), action="append", default=None,

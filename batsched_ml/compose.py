@@ -95,7 +95,7 @@ def build_scheduler(config: RunConfig):
         if config.classifier:
             from .classifiers.scheduler import SmallFirst  # (numpy: only when classifying)
 
-            policy = SmallFirst(policy)
+            policy = SmallFirst.around(policy, options["classification"])
         kwargs["policy"] = policy
     for name in ("reservations", "backfill_order", "starvation_threshold"):
         if name in takes:

@@ -77,7 +77,7 @@ def test_config_keys_are_the_simulate_parsers_scheduler_flags():
     sim = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "simulate")[1]
     group = next(g for g in sim._action_groups if g.title == "scheduler")
     dests = {a.dest for a in group._group_actions} - {"seed", "option"}
-    assert sorted(config_keys()) == sorted([*dests, "options"])
+    assert sorted(config_keys()) == sorted([*dests, "options", "seeds"])  # seeds: a config's own runs, no flag
 
 
 @pytest.mark.parametrize("body, message", [
@@ -129,6 +129,23 @@ options = { small_threshold = 0.35, history = "previous-weeks", max_depth = "nul
     assert c.configs["ci"].argv == ("--classifier", "random-forest", "--kill-false-small", "-o", "small_threshold=0.35",
                                     "-o", "history=previous-weeks", "-o", "max_depth=null")
     assert c.seeds == [0] and c.baseline == "easy"
+
+
+def test_config_seeds_override_the_campaign_seeds(tmp_path):
+    from batsched_ml.campaign.run import build_tasks
+
+    c = load_campaign(write(tmp_path, HEAD + CONFIGS + """
+[configs.ci]
+classifier = "random-forest"
+seeds = [0, 1, 2]
+"""))
+    assert c.configs["ci"].seeds == (0, 1, 2) and c.configs["easy"].seeds is None
+    assert c.configs["ci"].argv == ("--classifier", "random-forest")  # seeds pick runs, they are no flag
+    tasks = build_tasks(c, tmp_path / "out")
+    assert [(t.config, t.seed) for t in tasks] == [("easy", 0), ("spf", 0), ("conservative", 0),
+                                                   ("ci", 0), ("ci", 1), ("ci", 2)]
+    with pytest.raises(CampaignError, match=r"\[configs.ci\] seeds must be a list of distinct integers"):
+        load_campaign(write(tmp_path, HEAD + CONFIGS + "[configs.ci]\nseeds = [1, 1]\n"))
 
 
 def test_cli_rejects_a_bad_file_with_exit_2(tmp_path, capsys):
@@ -309,6 +326,13 @@ value = 10.0
     for name in ("KTH1k-spread.png", "KTH1k-cumbsld.png", "KTH1k-wait-ecdf.png"):
         assert matplotlib.image.imread(tmp_path / "rep" / name).shape[:2] == (1260, 2100)  # all one size
     assert "| spf | `--scheduler easy --policy spf --backfill-order sjbf` |" in md
+    # the interval table: 4 runs per config (2 windows x 2 seeds), the reduction paired by window and seed
+    from batsched_ml.analysis.uncertainty import paired_reduction
+
+    row = next(line for line in md.split("### Intervals")[1].splitlines() if line.startswith("| spf |"))
+    by_run = {c: {(r["window"], r["seed"]): r["avebsld10"] for r in rows if r["config"] == c} for c in ("easy", "spf")}
+    red = paired_reduction(by_run["spf"], by_run["easy"])
+    assert row.startswith("| spf | 4 |") and f"{red.estimate:+.1f}% [{red.low:+.1f}, {red.high:+.1f}]" in row
 
 
 def test_report_splits_small_and_large_jobs_by_the_classifier_dividers(tmp_path):
@@ -628,3 +652,20 @@ def test_report_without_matplotlib_says_how_to_get_the_figures(local_run, tmp_pa
                      "installed here: pip install matplotlib"]
     assert "No figures in this report: figures need matplotlib" in md and ".png" not in md
     assert not list((tmp_path / "rep").glob("*.png"))
+
+
+def test_a_subset_run_keeps_the_rows_of_a_configs_own_seeds(tmp_path):
+    """A config with its own seeds beside the campaign's [0]: a later subset run on another
+    config keeps all of that config's rows, not only seed 0's (they were dropped before)."""
+    from batsched_ml.campaign.results import write_results
+    from batsched_ml.campaign.run import _kept_rows
+
+    c = load_campaign(write(tmp_path, HEAD + CONFIGS + "\n[configs.ci]\nclassifier = \"random-forest\"\nseeds = [0, 1, 2]\n"))
+    assert c.seeds_of("ci") == [0, 1, 2] and c.seeds_of("spf") == [0]
+    out = tmp_path / "out"
+    out.mkdir()
+    rows = [{"trace": "KTH1k", "window": 0, "config": cfg, "seed": s, "status": "ok", "avebsld10": 1.0}
+            for cfg, seeds in (("easy", [0]), ("ci", [0, 1, 2])) for s in seeds]
+    write_results(out, rows)
+    kept = _kept_rows(out, c, c.subset(configs=["spf"]), [], set())
+    assert sorted((r["config"], r["seed"]) for r in kept) == [("ci", 0), ("ci", 1), ("ci", 2)]

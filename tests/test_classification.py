@@ -131,6 +131,32 @@ def test_kill_once_and_race(tmp_path):
     assert rep["overall"]["TS"] == 1 and rep["overall"]["FS"] == 2
 
 
+class OneCoreSmall(AlwaysSmall):
+    """Once a divider exists, exactly the one-core jobs are small."""
+
+    def classify(self, job, x, divider):
+        return divider is not None and job.res == 1
+
+
+def test_requeue_order_original(tmp_path):
+    # divider 20 from t = 100. Job 4 (1 core, small) starts at 150 and is killed at 170, when job 7
+    # (4 cores, large, waiting since 150) and job 9 (4 cores, large, since 160) are queued: 4#1 queues
+    # behind both (resubmitted at 170) or first (its first submission, 150; ties by id, as FCFS does).
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 50), (7, 150, 300, 4), (9, 160, 5, 4)])
+    starts = {}
+    for order in ("resubmission", "original"):
+        s = sched(classifier=OneCoreSmall(), requeue_order=order)
+        result, core, sent = run_exact(wl, s, tmp_path / order)
+        assert_nothing_lost(wl, result.jobs_csv)
+        t = read_jobs_csv(result.jobs_csv)
+        starts[order] = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+        assert core.jobs["w0!4#1"].submission_time == (150 if order == "original" else 170)
+    assert (starts["resubmission"]["7"], starts["resubmission"]["9"], starts["resubmission"]["4#1"]) == (170, 470, 475)
+    assert (starts["original"]["4#1"], starts["original"]["7"], starts["original"]["9"]) == (170, 220, 520)
+    with pytest.raises(ValueError, match="requeue_order"):
+        sched(requeue_order="front")
+
+
 def test_with_batsim_latency_nothing_lost(tmp_path):
     s = sched()
     result, core = simulate(4, RACE, s, prefix=tmp_path / "lat")
@@ -191,6 +217,51 @@ def test_small_first_order():
     p = SmallFirst(FCFS())
     jobs = [mk(1, 0, False), mk(2, 1, True), mk(3, 2, False), mk(4, 3, True)]
     assert [j.seq for j in sorted(jobs, key=lambda j: p.key(j, 5))] == [2, 4, 1, 3]
+    assert not p.dynamic
+
+
+def test_small_first_starvation_threshold_within_each_class():
+    from batsched_ml.core.job import Job
+    from batsched_ml.policies.orders import SPF
+
+    def mk(i, t, small, estimate):
+        j = Job(id=f"w0!{i}", workload="w0", name=str(i), subtime=t, walltime=estimate, res=1, profile="p",
+                data={}, submission_time=t, seq=i, estimate=estimate)
+        j.info["small"] = small
+        return j
+
+    jobs = [mk(1, 0, False, 900), mk(2, 50, False, 100), mk(3, 60, True, 500), mk(4, 70, True, 50),
+            mk(5, 10, True, 800)]
+    p = SmallFirst(SPF(), starvation_threshold=100)
+    assert p.dynamic
+    order = lambda now: [j.seq for j in sorted(jobs, key=lambda j: p.key(j, now))]  # noqa: E731
+    assert order(100) == [4, 3, 5, 2, 1]  # nobody has waited more than 100 s: SPF in each class
+    # at 105 large job 1 has waited 105 s: first of the large jobs, still behind the small ones
+    assert order(105) == [4, 3, 5, 1, 2]
+    assert order(115) == [5, 4, 3, 1, 2]  # small job 5 too: first of the small jobs
+    assert order(165) == [5, 3, 4, 1, 2]  # 3 starves too (waited 105 s): oldest first
+    with pytest.raises(ValueError, match="class_starvation_threshold"):
+        sched(class_starvation_threshold=0)
+
+
+def test_small_first_by_probability():
+    from batsched_ml.core.job import Job
+    from batsched_ml.policies.orders import FCFS
+
+    def mk(i, small, p):
+        j = Job(id=f"w0!{i}", workload="w0", name=str(i), subtime=i, walltime=10, res=1, profile="p",
+                data={}, submission_time=i, seq=i)
+        j.info.update(small=small, p_small=p)
+        return j
+
+    jobs = [mk(1, True, 0.6), mk(2, False, 0.1), mk(3, True, 0.9), mk(4, False, 0.45), mk(5, True, 0.6)]
+    order = lambda p: [j.seq for j in sorted(jobs, key=lambda j: p.key(j, 10))]  # noqa: E731
+    assert order(SmallFirst(FCFS())) == [1, 3, 5, 2, 4]
+    assert order(SmallFirst(FCFS(), by_probability="small")) == [3, 1, 5, 2, 4]  # ties in FCFS order
+    assert order(SmallFirst(FCFS(), by_probability="both")) == [3, 1, 5, 4, 2]
+    assert not SmallFirst(FCFS(), by_probability="both").dynamic
+    with pytest.raises(ValueError, match="order_by_probability"):
+        SmallFirst(FCFS(), by_probability="large")
 
 
 def test_compiled_forest_matches_sklearn():
@@ -314,6 +385,27 @@ def test_calendar_clock():
     assert CalendarClock.from_swf({"UnixStartTime": 10, "subtime_offset": 5, "TimeZone": 0}).local(1) == 16
 
 
+def test_timezone_header_offset(tmp_path):
+    """``-o timezone=header-offset``: the header's numeric TimeZone instead of its named zone."""
+    import json
+
+    from batsched_ml.validation import ValidationError
+
+    wl = dict(RACE, swf={"UnixStartTime": 843480031, "TimeZone": 3600, "TimeZoneString": "Europe/Stockholm",
+                         "subtime_offset": 0.0})
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(wl))
+    named = CalendarClock.resolve({"w0": str(path)}, {})
+    fixed = CalendarClock.resolve({"w0": str(path)}, {"timezone": "header-offset"})
+    assert named.timezone == "Europe/Stockholm" and fixed.timezone == "UTC+01:00"
+    assert named.local(0.0) - fixed.local(0.0) == 3600  # late September: summer time, one hour ahead
+    assert named.local(90 * 86400.0) == fixed.local(90 * 86400.0)  # December: the same clock
+    del wl["swf"]["TimeZone"]
+    path.write_text(json.dumps(wl))
+    with pytest.raises(ValidationError, match="no numeric TimeZone"):
+        CalendarClock.resolve({"w0": str(path)}, {"timezone": "header-offset"})
+
+
 @needs_kth
 def test_first_week_all_large_then_classified():
     s = build_scheduler("easy", classifier="clairvoyant", store_classes=True)
@@ -346,3 +438,68 @@ def test_random_forest_idempotent_deterministic(tmp_path):
     assert rep["overall"]["precision"] > 0.6
     states = assert_nothing_lost(wl, result.jobs_csv)
     assert sum(1 for i in states if "#" in i) == rep["kills"]
+
+
+def test_feature_table_recomputes_lags_and_shares_against_another_divider():
+    """``against(positions, D)`` gives the lags and shares ``features`` gives at submission with D."""
+    from batsched_ml.classifiers.features import LAG_SHARE_SLICE, FeatureTable
+    from batsched_ml.core.job import Job
+
+    rng = np.random.default_rng(11)
+    table = FeatureTable(CalendarClock(0, 0, 0), track=True)
+    pending, rows = [], []
+    for seq in range(1500):
+        job = Job(id=f"w0!{seq}", workload="w0", name=str(seq), subtime=seq * 600.0,
+                  walltime=float(rng.choice([60, 600, 3600])), res=int(rng.choice([1, 2, 8])), profile="p",
+                  data={"user": int(rng.integers(5))}, submission_time=seq * 600.0, seq=seq)
+        divider = float(rng.choice([30.0, 100.0, 400.0, 1000.0]))
+        x, keys = table.features(job, divider)
+        rows.append((divider, x[LAG_SHARE_SLICE], table.positions(keys)))
+        pending.append((keys, float(rng.lognormal(5, 1.5))))
+        while pending and rng.random() < 0.6:  # complete some jobs, in a shuffled order
+            table.add(*pending.pop(int(rng.integers(len(pending)))))
+    for divider in (30.0, 100.0, 400.0, 1000.0):
+        picked = [r for r in rows if r[0] == divider]
+        got = table.against([r[2] for r in picked], divider)
+        assert np.array_equal(got, np.array([r[1] for r in picked], dtype=np.float64))
+        assert (got[:, :9] == 1).any() and (got[:, :9] == 0).any() and (got[:, 9:] > 0).any()
+    # against another divider the same rows change
+    other = table.against([r[2] for r in rows if r[0] == 30.0], 1000.0)
+    assert not np.array_equal(other, np.array([r[1] for r in rows if r[0] == 30.0]))
+
+
+class HalfSure(JobClassifier):
+    """Every job large, at P(small) = 0.5 for one core (a probe candidate), 0.01 for more."""
+
+    name = "half-sure"
+    needs_training = False
+
+    def fit(self, X, y):
+        return self
+
+    def classify(self, job, x, divider):
+        return False
+
+    def small_probability(self, job, x, divider):
+        return 0.5 if job.res == 1 else 0.01
+
+
+def test_probe_promotes_a_waiting_large_job(tmp_path):
+    # week 0: runtimes 10, 20, 30 -> divider 20 from t = 100. Job 4 fills the machine until 650;
+    # job 5 (4 cores) and job 6 (1 core, 5 s) wait, large. probe_after = 1: job 6 is probed after
+    # 1 x 20 x (1 - 0.5) / 0.5 = 20 s of wait, at the next event (job 7 at 190): small, so it
+    # runs first at 650, before the older job 5 (P = 0.01: its probe would come after 1,980 s).
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 4), (5, 150, 50, 4), (6, 160, 5),
+                   (7, 190, 5)])
+    outs = {}
+    for probe in (None, 1):
+        s = sched(classifier=HalfSure(), probe_after=probe)
+        result, core, sent = run_exact(wl, s, tmp_path / f"probe{probe}")
+        assert_nothing_lost(wl, result.jobs_csv)
+        t = read_jobs_csv(result.jobs_csv)
+        outs[probe] = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+        if probe:
+            assert s.report()["classification"]["probes"] == 2  # jobs 6 and 7 (7 at 650)
+            assert core.jobs["w0!6"].info["probed"] and not core.jobs["w0!5"].info.get("probed")
+    assert outs[None]["5"] == 650 and outs[None]["6"] == 700
+    assert outs[1]["6"] == 650 and outs[1]["5"] > 650

@@ -291,6 +291,8 @@ def format_metrics(metrics: dict) -> str:
             return f"{int(v):,}"
         if isinstance(v, (float, np.floating)):
             return f"{v:,.4f}" if abs(v) < 10 else f"{v:,.2f}"
+        if isinstance(v, (list, tuple)):  # an interval
+            return "[" + ", ".join(fmt(x) for x in v) + "]"
         return str(v)
 
     shown = [(str(k), fmt(v)) for k, v in metrics.items()]

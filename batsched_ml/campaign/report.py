@@ -71,7 +71,8 @@ def _settings(results_dir: Path) -> dict:
     return {"name": head.get("name", results_dir.name), "description": head.get("description", ""),
             "baseline": head.get("baseline", next(iter(configs), None)),
             "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper,
-            "traces": list(traces), "configs": list(configs), "seeds": head.get("seeds", [0]), "tables": tables,
+            "traces": list(traces), "configs": list(configs), "tables": tables,
+            "seeds": {n: t.get("seeds", head.get("seeds", [0])) for n, t in configs.items()},
             "axes": {n: dict(t.get("axes") or {}) for n, t in configs.items()}}
 
 
@@ -108,8 +109,9 @@ def run_report(results_dir: Path, row: dict) -> dict | None:
 
 def completeness(rows, traces, configs, seeds) -> dict:
     """``{(trace, config): {"expected": n, "missing": n, status: n...}}`` for every trace and config
-    of the campaign file: a run is expected for each seed and each window the trace's rows show
-    (a trace without any row counts as one window), missing when results.csv has no row for it."""
+    of the campaign file: a run is expected for each seed (``seeds``: a list, or each config's
+    list) and each window the trace's rows show (a trace without any row counts as one window),
+    missing when results.csv has no row for it."""
     present = defaultdict(lambda: defaultdict(int))
     windows = defaultdict(set)
     have = set()
@@ -121,7 +123,8 @@ def completeness(rows, traces, configs, seeds) -> dict:
     for trace in traces:
         trace_windows = windows.get(trace) or {0}
         for config in configs:
-            expected = [(w, s) for w in trace_windows for s in seeds]
+            config_seeds = seeds.get(config, [0]) if isinstance(seeds, dict) else seeds
+            expected = [(w, s) for w in trace_windows for s in config_seeds]
             counts = dict(present.get((trace, config), {}))
             counts["expected"] = len(expected)
             counts["missing"] = sum((trace, config, w, s) not in have for w, s in expected)
@@ -270,6 +273,8 @@ def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Pa
     if split is None:
         return []
     values, ref = split
+    if ref not in values:  # its jobs CSV is not in the results directory (a report from results.csv alone)
+        return []
     base = values.get(baseline, (None, None))
     n_small, n_large = values[ref][2], values[ref][3]
     lines = [f"Average bounded slowdown (tau = 60 s) of small and large jobs (Zrigui et al. 2022, Figure 8): "
@@ -291,6 +296,23 @@ def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Pa
     plot_class_bars({c: v[:2] for c, v in values.items()}, folder / name, "average bounded slowdown (tau = 60 s)",
                     f"{trace}: small and large jobs")
     return lines + [f"![{trace}: small and large jobs]({name})", ""]
+
+
+def _interval_section(rows, trace, configs, metrics, baseline, results_dir: Path) -> list[str]:
+    """Means with their bootstrap intervals and paired reductions (``analysis.uncertainty``)."""
+    from ..analysis.uncertainty import campaign_section
+
+    ran = [r for r in rows if r["trace"] == trace and r["status"] in RAN]
+
+    def single_run_jobs(config):
+        mine = [r for r in ran if r["config"] == config]
+        if len(mine) != 1:
+            return None
+        path = jobs_csv_path(results_dir, trace, mine[0]["window"], config, mine[0]["seed"])
+        return path if path.is_file() else None
+
+    lines = campaign_section(ran, trace, configs, baseline, metrics, metric_value, single_run_jobs)
+    return ["### Intervals", ""] + lines if lines else []
 
 
 def _last_run(results_dir: Path) -> list[str]:
@@ -346,6 +368,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
             for caption, name in trace_figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
                 lines += [f"![{trace}: {caption}]({name})", ""]
         lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir, figures=not no_figures)
+        lines += _interval_section(rows, trace, configs, metrics, baseline, results_dir)
     if s["tables"]:
         lines += ["## Tables", ""]
         for spec in s["tables"]:

@@ -46,7 +46,7 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
     for spec in campaign.traces.values():
         for inp in prepare_trace(spec, Path(results_dir) / "inputs"):
             for config in campaign.configs.values():
-                for seed in campaign.seeds:
+                for seed in campaign.seeds_of(config.name):
                     run_config = config.config.replace(seed=seed)
                     tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
                                       config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
@@ -104,7 +104,7 @@ def _kept_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: list
         return []
     ours = {_row_identity(_identity(task)) for task in tasks}
     kept = [r for r in rows
-            if r["trace"] in campaign.traces and r["config"] in campaign.configs and r["seed"] in campaign.seeds
+            if r["trace"] in campaign.traces and r["config"] in campaign.configs and r["seed"] in campaign.seeds_of(r["config"])
             and _row_identity(r) not in finished
             and (_row_identity(r) in ours or not (r["trace"] in ran.traces and r["config"] in ran.configs))]
     for row in kept:
@@ -133,8 +133,9 @@ def _file_order(campaign: Campaign):
     traces, configs = list(campaign.traces), list(campaign.configs)
 
     def key(row: dict):
+        seeds = campaign.seeds_of(row["config"])
         return (traces.index(row["trace"]), row["window"] or 0, configs.index(row["config"]),
-                campaign.seeds.index(row["seed"]) if row["seed"] in campaign.seeds else len(campaign.seeds))
+                seeds.index(row["seed"]) if row["seed"] in seeds else len(seeds))
     return key
 
 

@@ -42,15 +42,16 @@ GENERATORS = {"lublin": ("batsched_ml.workloads.lublin", "generate_lublin")}
 
 def config_keys() -> list[str]:
     """Every run-setting key a ``[configs.NAME]`` table accepts (besides ``axes``, ``extends``,
-    ``matrix`` and ``name``, which ``expand`` reads)."""
-    return table_keys()
+    ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs."""
+    return table_keys() + ["seeds"]
 
 
 def config_argv(table: dict, where: str) -> tuple[str, ...]:
-    """The ``simulate`` flags equivalent to a config table, as written (not resolved)."""
+    """The ``simulate`` flags equivalent to a config table, as written (not resolved); its
+    ``seeds`` pick runs and are no flag."""
     from ..config import ConfigError
 
-    settings = {k: v for k, v in table.items() if k != "axes"}
+    settings = {k: v for k, v in table.items() if k not in ("axes", "seeds")}
     try:
         return RunConfig.from_table(settings, where).argv(list(settings))
     except ConfigError as exc:
@@ -77,6 +78,7 @@ class ConfigSpec:
     argv: tuple[str, ...]    # the same as ``simulate`` flags (reports; identity in run-time estimates)
     config: RunConfig        # resolved (validated, the scheduler's defaults filled in), seed 0
     axes: dict = field(default_factory=dict)  # {axis: label}: its place in the report's tables
+    seeds: tuple[int, ...] | None = None  # the config's own seeds (None: the campaign's)
 
     @property
     def command(self) -> str:
@@ -142,6 +144,11 @@ class Campaign:
         missing = [t.missing for t in self.traces.values() if t.missing]
         if missing:
             raise CampaignError("; ".join(missing))
+
+    def seeds_of(self, config: str) -> list[int]:
+        """The seeds a config runs: its own ``seeds``, else the campaign's."""
+        spec = self.configs.get(config)
+        return list(spec.seeds) if spec is not None and spec.seeds else list(self.seeds)
 
     def subset(self, traces=None, configs=None) -> "Campaign":
         """The same campaign on some traces / configs only (the baseline config is kept)."""
@@ -331,10 +338,7 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     baseline = head.get("baseline", next(iter(configs)))
     if baseline not in configs:
         raise CampaignError(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs)}")
-    seeds = head.get("seeds", [0])
-    if (not isinstance(seeds, list) or not seeds
-            or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds)):
-        raise CampaignError(f"[campaign] seeds must be a list of distinct integers, not {seeds!r}")
+    seeds = _seeds(head.get("seeds", [0]), "[campaign] seeds")
     metrics = head.get("metrics", DEFAULT_METRICS)
     valid = metric_names()
     if not isinstance(metrics, list) or not metrics:
@@ -387,6 +391,16 @@ def table_specs(entries, configs: dict) -> list[TableSpec]:
     return out
 
 
+def _seeds(seeds, where: str) -> tuple[int, ...] | None:
+    """A list of distinct integer seeds (None stays None: a config without its own seeds)."""
+    if seeds is None:
+        return None
+    if (not isinstance(seeds, list) or not seeds
+            or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds)):
+        raise CampaignError(f"{where} must be a list of distinct integers, not {seeds!r}")
+    return tuple(seeds)
+
+
 def _config(name: str, table: dict) -> ConfigSpec:
     """A ``[configs.NAME]`` table as a resolved :class:`RunConfig`, built once so that an unknown
     plugin or option fails now, not in every task."""
@@ -398,6 +412,8 @@ def _config(name: str, table: dict) -> ConfigSpec:
     axes = table.get("axes", {})
     if not isinstance(axes, dict) or not all(isinstance(v, str) for v in axes.values()):
         raise CampaignError(f"{where}: axes must be a table of labels, e.g. axes = {{ policy = \"fcfs\" }}")
+    seeds = _seeds(table.get("seeds"), f"{where} seeds")
+    table = {k: v for k, v in table.items() if k != "seeds"}
     argv = config_argv(table, where)
     settings = {k: v for k, v in table.items() if k != "axes"}
     try:
@@ -410,4 +426,4 @@ def _config(name: str, table: dict) -> ConfigSpec:
     except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
         text = " ".join(str(exc).split())
         raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
-    return ConfigSpec(name, dict(table), argv, config, dict(axes))
+    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds)

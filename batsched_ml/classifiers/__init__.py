@@ -22,7 +22,17 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
   its predicted P(small) exceeds this (0 < t < 1; default 0.5 = majority; 0.35 is Zrigui et
   al.'s operating point on KTH-SP2: more recall of small jobs, less precision);
 * ``store_classes``: write every job's class to ``PREFIX_classes.csv`` (true or false;
-  default true).
+  default true);
+* ``feature_divider``: ``current`` (default: each retraining recomputes its rows' lag and share
+  features against the new divider, the one its labels use) or ``submission`` (as computed at
+  submission, against the divider then in force); ``label_divider``: ``current`` (default) or
+  ``submission``; ``runtime_features``: also the user's recent actual runtimes as numbers;
+* ``timezone=header-offset``: the SWF header's numeric TimeZone instead of its named zone;
+* beyond the paper (defaults off): ``class_starvation_threshold`` (seconds: a job waiting longer
+  goes first in its own class), ``order_by_probability`` (``small`` / ``both``: classes ordered
+  by the classifier's P(small)), ``probe_after`` (re-classify small a waiting large job after
+  ``k x divider x (1 - p) / p``), ``requeue_order`` (``original``: a killed false-small job
+  queues by its first submission). Measured in ``benchmarks/results/classification.md``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ force at the submission; before any divider exists (first week) they are -1.
 
 Per category the table keeps a deque of the last three runtimes and a sorted
 list of all runtimes, so every feature vector costs a few bisections.
+
+Two additions, off by default: ``positions`` / ``against`` recompute the lag and share
+features of past rows against another divider (so that a retraining's features and labels use
+the same one), and ``RUNTIME_FEATURE_NAMES`` are the user's recent actual runtimes as numbers
+(independent of any divider).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import warnings
 from collections import deque
 from pathlib import Path
 
+import numpy as np
 from sortedcontainers import SortedList
 
 FEATURE_NAMES = (
@@ -30,18 +36,32 @@ FEATURE_NAMES = (
     "share_small_user_reqtime", "share_small_user_procs", "share_small_user_day",
 )
 
+RUNTIME_FEATURE_NAMES = (
+    "log_last_runtime_user_reqtime", "log_last_runtime_user_procs", "log_last_runtime_user_day",
+    "log_median_runtime_user_reqtime", "log_median_runtime_user_procs",
+    "log_last_runtime_user", "log_last2_runtime_user", "log_median_runtime_user",
+)
+LAG_SHARE_SLICE = slice(8, 20)  # the 9 lag and 3 share columns of FEATURE_NAMES
+
 _EPOCH = _dt.datetime(1970, 1, 1)
 
 
+HEADER_OFFSET = "header-offset"
+
+
 def parse_zone_option(value):
-    """A ``-o timezone=`` value: a tz database name (``Europe/Stockholm``, with DST) or a fixed
-    offset in seconds east of UTC (the SWF header's unit); None = the workload's own zone.
-    A bad value raises ValidationError naming both forms."""
+    """A ``-o timezone=`` value: a tz database name (``Europe/Stockholm``, with DST), a fixed
+    offset in seconds east of UTC (the SWF header's unit) or ``header-offset`` (the header's
+    numeric ``TimeZone``, whatever its ``TimeZoneString``: the same calendar shifted by the
+    daylight-saving hour, one campaign config for every trace); None = the workload's own
+    zone. A bad value raises ValidationError naming the forms."""
     from ..validation import ValidationError
     from ..workloads.timezone import resolve_time_zone
 
     if value is None or value == "":
         return None
+    if value == HEADER_OFFSET:
+        return value
 
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = value
@@ -53,7 +73,8 @@ def parse_zone_option(value):
             if resolve_time_zone(text, None).source == "TimeZoneString":
                 return text
             raise ValidationError(f"unknown time zone {text!r}: give a tz database name such as "
-                             "'Europe/Stockholm' or an offset in seconds east of UTC (e.g. 3600)") from None
+                             "'Europe/Stockholm', an offset in seconds east of UTC (e.g. 3600) or "
+                             f"{HEADER_OFFSET!r}") from None
     if resolve_time_zone(None, seconds).source != "TimeZone" and seconds != 0:
         raise ValidationError(f"time zone offset {value!r} out of range: seconds east of UTC, "
                          "strictly between -86400 and 86400")
@@ -70,11 +91,12 @@ class CalendarClock:
     """
 
     def __init__(self, unix_start_time: float = 0.0, subtime_offset: float = 0.0, timezone=0.0,
-                 source: str = "default"):
+                 source: str = "default", header_offset: float | None = None):
         from ..workloads.timezone import resolve_time_zone
 
         self.unix_start_time = unix_start_time
         self.subtime_offset = subtime_offset
+        self.header_offset = header_offset  # the SWF header's numeric TimeZone, when known
         self.utc_base = float(unix_start_time or 0) + float(subtime_offset or 0)
         if isinstance(timezone, str):
             choice = resolve_time_zone(timezone, None)
@@ -97,7 +119,9 @@ class CalendarClock:
 
         choice = resolve_time_zone(swf.get("TimeZoneString"), swf.get("TimeZone"))
         zone = choice.label if choice.source == "TimeZoneString" else (choice.fixed_offset or 0.0)
-        return cls(swf.get("UnixStartTime") or 0, swf.get("subtime_offset") or 0, zone, source=source)
+        header = swf.get("TimeZone")
+        return cls(swf.get("UnixStartTime") or 0, swf.get("subtime_offset") or 0, zone, source=source,
+                   header_offset=float(header) if isinstance(header, (int, float)) else None)
 
     @classmethod
     def resolve(cls, workloads: dict | None, options: dict) -> "CalendarClock":
@@ -109,8 +133,16 @@ class CalendarClock:
         clock = cls._resolve_start(workloads, options)
         if zone is None or zone == "":
             return clock
-        return cls(clock.unix_start_time, clock.subtime_offset, parse_zone_option(zone),
-                   source=f"{clock.source}, timezone option")
+        zone = parse_zone_option(zone)
+        if zone == HEADER_OFFSET:
+            if clock.header_offset is None:
+                from ..validation import ValidationError
+
+                raise ValidationError(f"-o timezone={HEADER_OFFSET}: the workload's swf header has no numeric "
+                                      "TimeZone")
+            zone = clock.header_offset
+        return cls(clock.unix_start_time, clock.subtime_offset, zone, source=f"{clock.source}, timezone option",
+                   header_offset=clock.header_offset)
 
     @classmethod
     def _resolve_start(cls, workloads: dict | None, options: dict) -> "CalendarClock":
@@ -151,29 +183,44 @@ class CalendarClock:
 
 
 class _Category:
-    __slots__ = ("last", "sorted")
+    __slots__ = ("last", "sorted", "index")
 
-    def __init__(self):
+    def __init__(self, index: int = 0):
         self.last = deque(maxlen=3)
         self.sorted = SortedList()
+        self.index = index
+
+
+def _log_runtime(runtime) -> float:
+    return float(np.log10(max(runtime, 1.0)))
 
 
 class FeatureTable:
-    """Incremental category histories; ``features(job, divider)`` is O(log n)."""
+    """Incremental category histories; ``features(job, divider)`` is O(log n).
 
-    def __init__(self, clock: CalendarClock):
+    ``runtimes``: also keep a per-user category (every job of the user) and append
+    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: keep every added runtime in
+    order, so that :meth:`against` can recompute past rows' lags and shares.
+    """
+
+    def __init__(self, clock: CalendarClock, runtimes: bool = False, track: bool = False):
         self.clock = clock
         self.cats: dict = {}
+        self.runtimes = runtimes
+        self.track = track
+        self._added_cat: list = []  # category index of every added runtime, in order (track)
+        self._added_runtime: list = []
 
     def keys(self, job, day: int) -> tuple:
         user = job.data.get("user", -1)
-        return (("p", user, job.walltime), ("q", user, job.res), ("d", user, day))
+        keys = (("p", user, job.walltime), ("q", user, job.res), ("d", user, day))
+        return keys + (("u", user),) if self.runtimes else keys
 
     def features(self, job, divider) -> tuple[list, tuple]:
         temporal, day = self.clock.temporal(job.subtime)
         keys = self.keys(job, day)
         lags, shares = [], []
-        for key in keys:
+        for key in keys[:3]:
             cat = self.cats.get(key)
             if cat is None or divider is None:
                 lags += (-1, -1, -1)
@@ -185,13 +232,66 @@ class FeatureTable:
             n = len(cat.sorted)
             shares.append(cat.sorted.bisect_left(divider) / n if n else -1.0)
         x = [job.walltime, job.res, *temporal, *lags, *shares]
+        if self.runtimes:
+            x += self._runtime_features(keys)
         return x, keys
+
+    def _runtime_features(self, keys) -> list:
+        """RUNTIME_FEATURE_NAMES: log10 runtimes (at least 1 s) of the categories' last jobs
+        and medians, -1 where a category has no completed job."""
+        cats = [self.cats.get(k) for k in keys]
+
+        def last(cat, i=1):
+            return _log_runtime(cat.last[-i]) if cat is not None and len(cat.last) >= i else -1.0
+
+        def median(cat):
+            return _log_runtime(cat.sorted[len(cat.sorted) // 2]) if cat is not None and cat.sorted else -1.0
+
+        p, q, d, u = cats
+        return [last(p), last(q), last(d), median(p), median(q), last(u), last(u, 2), median(u)]
+
+    def positions(self, keys) -> tuple:
+        """(category index, completed jobs) of the Table-4 categories of ``keys`` now (-1, 0 when
+        a category is new): what :meth:`against` needs to recompute this row's lags and shares."""
+        out = []
+        for key in keys[:3]:
+            cat = self.cats.get(key)
+            out += (-1, 0) if cat is None else (cat.index, len(cat.sorted))
+        return tuple(out)
+
+    def against(self, positions, divider: float) -> np.ndarray:
+        """The 9 lag and 3 share features of rows with these :meth:`positions`, recomputed
+        against ``divider`` (needs ``track``); the same values ``features`` would have given
+        at the row's submission had ``divider`` been in force."""
+        pos = np.asarray(positions, dtype=np.int64).reshape(len(positions), 3, 2)
+        cat_of = np.asarray(self._added_cat, dtype=np.int64)
+        runtime = np.asarray(self._added_runtime, dtype=np.float64)
+        order = np.argsort(cat_of, kind="stable")  # each category's runtimes, in the order added
+        flat = runtime[order]
+        start = np.zeros(len(self.cats) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cat_of, minlength=len(self.cats)), out=start[1:])
+        small = flat < divider
+        below = np.concatenate(([0], np.cumsum(small)))
+        cat, n = pos[:, :, 0], pos[:, :, 1]
+        known = cat >= 0
+        base = np.where(known, start[np.maximum(cat, 0)], 0)
+        lags = np.full((len(pos), 3, 3), -1.0)
+        for i in (1, 2, 3):
+            have = known & (n >= i)
+            idx = np.where(have, base + n - i, 0)
+            lags[:, :, i - 1] = np.where(have, small[idx] if len(small) else False, -1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shares = np.where(known & (n > 0), (below[base + n] - below[base]) / np.maximum(n, 1), -1.0)
+        return np.concatenate([lags.reshape(len(pos), 9), shares], axis=1)
 
     def add(self, keys: tuple, runtime: float) -> None:
         """Record a completed job (``keys`` from its ``features`` call) with its actual runtime."""
-        for key in keys:
+        for i, key in enumerate(keys):
             cat = self.cats.get(key)
             if cat is None:
-                cat = self.cats[key] = _Category()
+                cat = self.cats[key] = _Category(len(self.cats))
             cat.last.append(runtime)
             cat.sorted.add(runtime)
+            if self.track and i < 3:
+                self._added_cat.append(cat.index)
+                self._added_runtime.append(runtime)

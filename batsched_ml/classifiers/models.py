@@ -128,6 +128,17 @@ class JobClassifier(Params):
             return bool(constant)
         return bool(self.predict([x])[0])
 
+    def small_probability(self, job, x, divider) -> float:
+        """The model's P(small) for one job (what ``classify`` compares with ``small_threshold``)."""
+        constant = getattr(self, "constant_", 0)  # unfitted: large
+        if constant is not None:
+            return float(constant)
+        return float(self.predict_proba([x])[0, 1])
+
+    def classify_with_probability(self, job, x, divider) -> tuple[bool, float]:
+        """``classify`` and ``small_probability`` together (a model may share the work)."""
+        return self.classify(job, x, divider), self.small_probability(job, x, divider)
+
 
 def tree_lists(estimator) -> tuple:
     """One fitted decision tree as plain lists (children, features, thresholds) and its leaf
@@ -165,12 +176,20 @@ class _CompiledForest:
             left, right, feature, threshold, frac = tree_lists(est)
             self.trees.append((left, right, feature, threshold, frac[:, 0].tolist(), frac[:, 1].tolist()))
 
-    def predict_one(self, x, small_threshold: float = 0.5) -> int:
+    def sums(self, x) -> tuple[float, float]:
+        """Per-tree P(large) and P(small) of row ``x``, summed over the trees in tree order."""
         s0 = s1 = 0.0
         for tree in self.trees:
             node = leaf_of(tree, x)
             s0 += tree[4][node]
             s1 += tree[5][node]
+        return s0, s1
+
+    def predict_one(self, x, small_threshold: float = 0.5) -> int:
+        return self.decide(*self.sums(x), small_threshold)
+
+    def decide(self, s0: float, s1: float, small_threshold: float = 0.5) -> int:
+        """1 (small) or 0 from the summed per-tree probabilities of :meth:`sums`."""
         if small_threshold == 0.5:
             return 1 if s1 > s0 else 0
         # the same sums divided by the number of trees are scikit-learn's predict_proba, bit for bit
@@ -240,6 +259,19 @@ class RandomForestJobClassifier(JobClassifier):
             return bool(constant)
         return self.compiled_.predict_one(x, self.small_threshold) == 1
 
+    def small_probability(self, job, x, divider) -> float:
+        constant = getattr(self, "constant_", 0)
+        if constant is not None:
+            return float(constant)
+        return self.compiled_.sums(x)[1] / len(self.compiled_.trees)
+
+    def classify_with_probability(self, job, x, divider) -> tuple[bool, float]:
+        constant = getattr(self, "constant_", 0)
+        if constant is not None:
+            return bool(constant), float(constant)
+        s0, s1 = self.compiled_.sums(x)
+        return self.compiled_.decide(s0, s1, self.small_threshold) == 1, s1 / len(self.compiled_.trees)
+
 
 class GradientBoostingJobClassifier(JobClassifier):
     """scikit-learn's HistGradientBoostingClassifier (shows the classifier seam).
@@ -297,6 +329,9 @@ class ClairvoyantClassifier(JobClassifier):
 
     def predict_proba(self, X):
         raise TypeError("the clairvoyant classifier answers per job (classify), not from features")
+
+    def small_probability(self, job, x, divider) -> float:
+        return float(self.classify(job, x, divider))
 
     def classify(self, job, x, divider) -> bool:
         if divider is None:

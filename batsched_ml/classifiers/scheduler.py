@@ -6,10 +6,9 @@
 * At each submission the job gets its Table 4 features and is classified small
   or large (``job.info['small']``); the queue order is ``(large?, policy key)``,
   i.e. the small queue then the large one, each in policy order (Algorithm 1).
-* At every week boundary of simulated time (the first event at or after
-  ``k * period``) the divider becomes the median actual runtime of the jobs
-  completed during the previous week (or in all history) and the classifier is
-  retrained on every job completed so far. During the first week every job is large.
+* The learning itself (features, the weekly divider and retraining, the scores) is
+  :class:`.online.OnlineClassification`, which this class drives; during the first
+  week every job is large.
 * With ``kill_false_small`` (Algorithm 2), a small job still running when its
   elapsed time reaches the divider in force at its start is killed once
   (CALL_ME_LATER at start + divider) and requeued as ``<id>#1``, which is large.
@@ -19,32 +18,64 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
-from collections import Counter
-
-import numpy as np
 
 from ..core.job import QUEUED, RUNNING
 from ..core.scheduler import Scheduler
 from ..policies.orders import Policy
 from ..protocol import events as ev
 from ..validation import finite, positive
-from .features import FEATURE_NAMES, CalendarClock, FeatureTable, parse_zone_option
+from .features import CalendarClock, parse_zone_option
+from .online import WEEK, OnlineClassification
 
-WEEK = 604800.0
 KILLED = "COMPLETED_KILLED"
 
 
 class SmallFirst(Policy):
-    """Small jobs first, then large ones; each class in the order of ``base``."""
+    """Small jobs first, then large ones; each class in the order of ``base``.
 
-    def __init__(self, base: Policy):
+    ``starvation_threshold`` (seconds): within each class, jobs that have waited longer go
+    first, oldest first (the thresholding of Zrigui et al., section 5.1, read as part of the
+    policy that orders each of the two queues, Algorithm 1); a starving large job stays behind
+    the small ones. Unlike the scheduler's own ``--starvation-threshold``, which moves it
+    ahead of every class. The order then depends on the time: sorted at each pass.
+
+    ``by_probability``: ``none``; ``small`` (the small class by decreasing P(small), the
+    classifier's ``job.info["p_small"]``, then ``base``: the jobs it is least sure of wait
+    behind the others, so a false small one delays fewer true small ones) or ``both`` (the
+    large class too: a small job the classifier missed by a little goes first among the
+    large ones).
+    """
+
+    BY_PROBABILITY = ("none", "small", "both")
+
+    def __init__(self, base: Policy, starvation_threshold: float | None = None, by_probability: str = "none"):
+        if by_probability not in self.BY_PROBABILITY:
+            raise ValueError(f"order_by_probability must be one of {', '.join(self.BY_PROBABILITY)}, "
+                             f"not {by_probability!r}")
         self.base = base
-        self.dynamic = base.dynamic
+        self.starvation_threshold = starvation_threshold
+        self.by_probability = by_probability
+        self.dynamic = base.dynamic or starvation_threshold is not None
         self.name = f"small-first-{base.name}"
 
+    @classmethod
+    def around(cls, base: Policy, options: dict) -> "SmallFirst":
+        """``base`` small-first, with the classification options that shape the order
+        (``class_starvation_threshold``, ``order_by_probability``; checked again by
+        :class:`ClassifyingScheduler`, which takes them too)."""
+        return cls(base, options.get("class_starvation_threshold"), options.get("order_by_probability", "none"))
+
     def key(self, job, now):
-        return (0 if job.info.get("small") else 1, self.base.key(job, now))
+        large = 0 if job.info.get("small") else 1
+        inner = self.base.key(job, now)
+        if self.by_probability == "both" or (large == 0 and self.by_probability == "small"):
+            inner = (-job.info.get("p_small", 0.0), inner)
+        threshold = self.starvation_threshold
+        if threshold is None:
+            return (large, inner)
+        if now - job.submission_time > threshold:
+            return (large, 0, (job.submission_time, job.id))
+        return (large, 1, inner)
 
     def on_simulation_begins(self, nb_cores: int) -> None:
         begins = getattr(self.base, "on_simulation_begins", None)
@@ -52,33 +83,9 @@ class SmallFirst(Policy):
             begins(nb_cores)
 
     def __repr__(self) -> str:
-        return f"SmallFirst({self.base!r})"
-
-
-def _scores(tp: int, fp: int, tn: int, fn: int) -> dict:
-    """TS=tp, FS=fp, TL=tn, FL=fn (Tables 5-6)."""
-    n = tp + fp + tn + fn
-    return {"TS": tp, "FS": fp, "TL": tn, "FL": fn, "n": n,
-            "accuracy": (tp + tn) / n if n else None,
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "recall": tp / (tp + fn) if tp + fn else None}
-
-
-class _Week:
-    __slots__ = ("index", "start", "divider", "train_size", "train_small", "train_time", "importances",
-                 "counts", "classified", "predicted_small")
-
-    def __init__(self, index, start):
-        self.index = index
-        self.start = start
-        self.divider = None
-        self.train_size = 0
-        self.train_small = 0
-        self.train_time = 0.0
-        self.importances = None
-        self.counts = Counter()  # TS / FS / TL / FL of jobs classified this week
-        self.classified = 0
-        self.predicted_small = 0
+        extra = "" if self.starvation_threshold is None else f", starvation_threshold={self.starvation_threshold!r}"
+        extra += "" if self.by_probability == "none" else f", by_probability={self.by_probability!r}"
+        return f"SmallFirst({self.base!r}{extra})"
 
 
 class ClassifyingScheduler(Scheduler):
@@ -86,98 +93,80 @@ class ClassifyingScheduler(Scheduler):
 
     The wrapped ``scheduler`` must order its queue with :class:`SmallFirst` (the composer
     builds it so: ``--classifier`` needs a scheduler that takes a ``policy``); this object
-    classifies each job before the scheduler queues it, retrains ``classifier`` every
-    ``period``, and with ``kill_false_small`` kills a small job still running at the divider
-    and requeues it as large. Every hook is forwarded to ``scheduler``.
+    classifies each job before the scheduler queues it (:class:`.online.OnlineClassification`
+    retrains ``classifier`` every ``period``), and with ``kill_false_small`` kills a small job
+    still running at the divider and requeues it as large. Every hook is forwarded to ``scheduler``.
+
+    Beyond the paper (defaults keep it): ``class_starvation_threshold`` and
+    ``order_by_probability`` are :class:`SmallFirst`'s (the composer builds it with them);
+    ``probe_after = k`` re-classifies small a queued job classified large with P(small) = p once
+    it has waited ``k x divider x (1 - p) / p`` (the longer a possibly small job waits, the more
+    a probe is worth its cost: at worst divider x cores of work, with ``kill_false_small``);
+    ``requeue_order``: where a killed false-small job queues among the large ones,
+    ``resubmission`` (as the new Batsim job it is, submitted at the kill) or ``original`` (by
+    its first submission, as the same job moved from one queue to the other in Algorithm 2).
     """
 
     def __init__(self, scheduler, classifier, *, kill_false_small=False, period=WEEK, history="all",
                  divider_window="week", unix_start_time=None, subtime_offset=0.0, timezone=None,
-                 store_classes=True):
-        if not isinstance(getattr(scheduler, "policy", None), SmallFirst):
+                 store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
+                 class_starvation_threshold=None, order_by_probability="none", probe_after=None,
+                 requeue_order="resubmission"):
+        policy = getattr(scheduler, "policy", None)
+        if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
                              "(batsched_ml.compose builds it so)")
-        if history not in ("all", "previous-weeks"):
-            raise ValueError(f"history must be 'all' or 'previous-weeks', not {history!r}")
-        if divider_window not in ("week", "all"):
-            raise ValueError(f"divider_window must be 'week' or 'all', not {divider_window!r}")
-        for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes)):
+        for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
+                            ("runtime_features", runtime_features)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
+        threshold = positive(class_starvation_threshold, "class_starvation_threshold",
+                             "seconds a job waits before it goes first in its class", allow_none=True)
+        if (threshold, order_by_probability) != (policy.starvation_threshold, policy.by_probability):
+            raise ValueError("class_starvation_threshold and order_by_probability are the queue order's: build "
+                             "it as SmallFirst(policy, class_starvation_threshold, order_by_probability) "
+                             "(batsched_ml.compose does)")
+        if requeue_order not in ("resubmission", "original"):
+            raise ValueError(f"requeue_order must be 'resubmission' or 'original', not {requeue_order!r}")
         self.scheduler = scheduler
         self.name = f"{scheduler.name}+classification"
         self.classifier = classifier
         self.classifier_name = getattr(classifier, "name", type(classifier).__name__)
         self.kill_false_small = kill_false_small
         self.may_requeue = kill_false_small or scheduler.may_requeue
-        self.period = positive(period, "period", "retraining period in seconds")
-        self.history = history
-        self.divider_window = divider_window
         self.store_classes = store_classes
+        self.probe_after = positive(probe_after, "probe_after", "waiting time before a probe, in dividers x "
+                                    "(1 - p) / p", allow_none=True)
+        self.requeue_order = requeue_order
+        self.learner = OnlineClassification(
+            classifier, period=positive(period, "period", "retraining period in seconds"), history=history,
+            divider_window=divider_window, store_classes=store_classes, feature_divider=feature_divider,
+            label_divider=label_divider, runtime_features=runtime_features,
+            probability_on_jobs=order_by_probability != "none" or probe_after is not None)
         self._clock_options = {"unix_start_time": finite(unix_start_time, "unix_start_time", allow_none=True),
                                "subtime_offset": finite(subtime_offset, "subtime_offset"),
                                "timezone": parse_zone_option(timezone)}
-        self.clock = None
-        self.table = None
-        self.divider = None
         self._static_over = False  # Batsim said every static job was submitted
-        self._week_index = 0
-        self._weeks: list[_Week] = [_Week(0, 0.0)]
-        # training data: one row per completed logical job
-        self._X: list = []
-        self._runtimes: list = []
-        self._order: list = []  # submission rank of each training row
-        self._week_runtimes: list = []  # completions of the current week (divider of the next)
-        self._pending_history: list = []  # history="previous-weeks": completions not yet visible
-        self._records: dict = {}  # original job id -> [x, keys, predicted_small, divider, week]
         self._killable: dict = {}  # job id -> job: small first attempts that may still be killed
         self._kill_heap: list = []  # (kill_at, seq, job)
         self._kills_pending: dict = {}
+        self._probe_heap: list = []  # (probe_at, seq, job)
+        self._first_submission: dict = {}  # original id -> submission time of a killed job
         self.kills = 0
         self.kill_races = 0  # kills answered without progress (the job had just completed)
-        self.training_time = 0.0
-        self.classify_time = 0.0
-        self._classes: dict = {}  # job id -> [predicted small, true small or None]
+        self.probes = 0
 
-    # ------------------------------------------------------------ week logic
+    @property
+    def divider(self):
+        """The divider in force (None during the first week)."""
+        return self.learner.divider
+
+    @property
+    def clock(self):
+        return self.learner.clock
+
     def _tick(self, now: float) -> None:
-        week = int(now // self.period)
-        if week > self._week_index:
-            self._new_week(week)
-
-    def _new_week(self, week: int) -> None:
-        self._week_index = week
-        info = _Week(week, week * self.period)
-        self._weeks.append(info)
-        if self.divider_window == "all":
-            source = self._runtimes
-        else:
-            source = self._week_runtimes
-        if source:
-            self.divider = float(np.median(source))
-        self._week_runtimes = []
-        if self._pending_history:
-            for keys, runtime in self._pending_history:
-                self.table.add(keys, runtime)
-            self._pending_history = []
-        info.divider = self.divider
-        if self.divider is None or not self.classifier.needs_training:
-            return
-        t0 = time.perf_counter()
-        # Rows in submission order, not completion order: jobs ending at the same instant reach
-        # Batsim's scheduler in an order set by SimGrid's float rounding, and a seeded forest
-        # still depends on the order of its rows.
-        order = np.argsort(np.asarray(self._order), kind="stable")
-        X = np.asarray(self._X, dtype=np.float64)[order]
-        y = (np.asarray(self._runtimes, dtype=np.float64)[order] < self.divider).astype(np.int64)
-        self.classifier.fit(X, y)
-        info.train_time = time.perf_counter() - t0
-        self.training_time += info.train_time
-        info.train_size = len(y)
-        info.train_small = int(y.sum())
-        imp = getattr(self.classifier, "feature_importances_", None)
-        if imp is not None:
-            info.importances = [round(float(v), 6) for v in imp]
+        self.learner.tick(now)
 
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores, ctx) -> None:
@@ -188,31 +177,30 @@ class ClassifyingScheduler(Scheduler):
             estimator.attach(self, ctx)
         if hasattr(self.classifier, "reset"):
             self.classifier.reset()
-        self.clock = CalendarClock.resolve(ctx.workloads, self._clock_options)
-        self.table = FeatureTable(self.clock)
+        self.learner.start(CalendarClock.resolve(ctx.workloads, self._clock_options))
         self._tick(ctx.now)
 
     def on_job_submitted(self, job, ctx) -> None:
         self._tick(ctx.now)
         if job.attempt > 0:  # a requeued false-small job: large for good
             job.info["small"] = False
+            first = self._first_submission.pop(job.original_id, None)
+            if first is not None and self.requeue_order == "original":
+                job.submission_time = first
             self.scheduler.on_job_submitted(job, ctx)
             return
-        t0 = time.perf_counter()
-        x, keys = self.table.features(job, self.divider)
-        small = False
-        if self.divider is not None:
-            small = bool(self.classifier.classify(job, x, self.divider))
-        self.classify_time += time.perf_counter() - t0
+        small = self.learner.classify(job)
         job.info["small"] = small
-        week = self._weeks[-1]
-        self._records[job.id] = [x, keys, small, self.divider, week]
-        if self.divider is not None:
-            week.classified += 1
-            week.predicted_small += small
         self.scheduler.on_job_submitted(job, ctx)
-        if job.state == QUEUED and small and self.kill_false_small:
+        if job.state != QUEUED:
+            return
+        if small and self.kill_false_small:
             self._killable[job.id] = job
+        if not small and self.probe_after is not None and self.divider is not None:
+            p = job.info.get("p_small", 0.0)
+            if p > 0.0:
+                probe_at = ctx.now + self.probe_after * self.divider * (1.0 - p) / p
+                heapq.heappush(self._probe_heap, (probe_at, job.seq, job))
 
     def on_job_completed(self, job, ctx) -> None:
         self._tick(ctx.now)
@@ -220,27 +208,10 @@ class ClassifyingScheduler(Scheduler):
         self._killable.pop(job.id, None)
         if job.final_state == KILLED and job.id in self._kills_pending:
             return  # our kill: the requeued attempt will bring the real runtime
-        record = self._records.pop(job.original_id or job.id, None)
-        if record is None:
-            return
-        x, keys, small, divider, week = record
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which
         # carries Batsim's message latencies and would blur the divider and the true class.
         runtime = job.runtime if job.runtime is not None else job.end_time - job.start_time
-        self._X.append(x)
-        self._runtimes.append(runtime)
-        self._order.append(job.seq)
-        self._week_runtimes.append(runtime)
-        if self.history == "all":
-            self.table.add(keys, runtime)
-        else:
-            self._pending_history.append((keys, runtime))
-        true_small = None
-        if divider is not None:
-            true_small = runtime < divider
-            week.counts[("T" if small == true_small else "F") + ("S" if small else "L")] += 1
-        if self.store_classes:
-            self._classes[job.original_id or job.id] = [int(small), None if true_small is None else int(true_small)]
+        self.learner.completed(job.original_id or job.id, job.seq, runtime)
 
     def on_job_killed(self, job, progress, ctx) -> None:
         self._tick(ctx.now)
@@ -250,6 +221,7 @@ class ClassifyingScheduler(Scheduler):
             self.kill_races += 1
             return
         self.kills += 1
+        self._first_submission[job.original_id or job.id] = job.submission_time
         new_job = ctx.requeue(job)
         new_job.info["small"] = False
         new_job.info["requeued_from"] = job.id
@@ -276,6 +248,20 @@ class ClassifyingScheduler(Scheduler):
                 self._kills_pending[job.id] = job
                 ctx.kill(job)
 
+    def _probe_due(self, ctx) -> None:
+        """Re-classify small the queued large jobs whose probe time has come (see ``probe_after``)."""
+        heap, now = self._probe_heap, ctx.now
+        while heap and heap[0][0] <= now:
+            _, _, job = heapq.heappop(heap)
+            if job.state != QUEUED or job.info.get("small"):
+                continue
+            job.info["small"] = True
+            job.info["probed"] = True
+            self.probes += 1
+            self.scheduler.queue.rekey(job, now)
+            if self.kill_false_small:
+                self._killable[job.id] = job
+
     def correction_window(self):
         """Weekly retraining and kills happen at whatever pass comes first: every runtime
         correction keeps its call, so the schedule does not depend on which were skipped."""
@@ -283,6 +269,8 @@ class ClassifyingScheduler(Scheduler):
 
     def schedule(self, ctx) -> None:
         self._tick(ctx.now)
+        if self._probe_heap:
+            self._probe_due(ctx)
         if self.kill_false_small:
             self._kill_due(ctx)
         first = len(ctx.decisions)
@@ -307,7 +295,11 @@ class ClassifyingScheduler(Scheduler):
     def registration_finished(self) -> bool:
         if not self.kill_false_small:
             return True
-        return self._static_over and not self._killable and not self._kills_pending
+        return self._static_over and not self._killable and not self._kills_pending and not self._probe_pending()
+
+    def _probe_pending(self) -> bool:
+        """A queued large job may still be probed (then perhaps killed and requeued)."""
+        return any(job.state == QUEUED and not job.info.get("small") for _, _, job in self._probe_heap)
 
     def on_simulation_ends(self, ctx) -> None:
         self.scheduler.on_simulation_ends(ctx)
@@ -315,51 +307,33 @@ class ClassifyingScheduler(Scheduler):
     # ---------------------------------------------------------------- report
     def report(self) -> dict:
         out = dict(self.scheduler.report())
-        total = Counter()
-        weekly = []
-        for w in self._weeks:
-            total.update(w.counts)
-            row = {"week": w.index, "start": w.start, "divider": w.divider, "train_size": w.train_size,
-                   "train_small": w.train_small, "train_time": round(w.train_time, 6),
-                   "classified": w.classified, "predicted_small": w.predicted_small}
-            row.update(_scores(w.counts["TS"], w.counts["FS"], w.counts["TL"], w.counts["FL"]))
-            if w.importances is not None:
-                row["feature_importances"] = dict(zip(FEATURE_NAMES, w.importances))
-            weekly.append(row)
+        learned = self.learner.report()
         cls = {
             "classifier": self.classifier_name,
             "classifier_params": {k: v for k, v in self.classifier.get_params().items()
                                   if isinstance(v, (int, float, str, type(None)))},
             "kill_false_small": self.kill_false_small,
-            "history": self.history,
-            "divider_window": self.divider_window,
-            "period": self.period,
-            "calendar": {"source": self.clock.source if self.clock else None,
-                         "unix_start_time": self.clock.unix_start_time if self.clock else None,
-                         "subtime_offset": self.clock.subtime_offset if self.clock else None,
-                         "timezone": self.clock.timezone if self.clock else None},
-            "divider": self.divider,
-            "overall": _scores(total["TS"], total["FS"], total["TL"], total["FL"]),
-            "kills": self.kills,
-            "kill_races": self.kill_races,
-            # Batsim's measure, from the jobs CSV (metrics.merge_attempts): the CLI fills it in
-            # after the run, so that the report and the metrics give one figure.
-            "wasted_core_seconds": None,
-            "retrainings": sum(1 for w in self._weeks if w.train_size),
-            "training_time": self.training_time,
-            "classification_time": self.classify_time,
-            "feature_names": list(FEATURE_NAMES),
-            "weekly": weekly,
         }
+        for key in ("history", "divider_window", "period", "calendar", "divider", "overall"):
+            cls[key] = learned.pop(key)
+        cls["kills"] = self.kills
+        cls["kill_races"] = self.kill_races
+        if self.probe_after is not None:
+            cls["probes"] = self.probes
+        # Batsim's measure, from the jobs CSV (metrics.merge_attempts): the CLI fills it in
+        # after the run, so that the report and the metrics give one figure.
+        cls["wasted_core_seconds"] = None
+        cls.update(learned)
         if self.store_classes:
             # job id (as the scheduler saw it, "w0!12") -> [predicted small, true small or null]
-            cls["jobs"] = self._classes
+            cls["jobs"] = self.learner.classes
         out["classification"] = cls
         return out
 
     def job_details(self) -> dict:
         out = dict(self.scheduler.job_details())
         if self.store_classes:
-            rows = [(job_id, small, "" if true is None else true) for job_id, (small, true) in self._classes.items()]
+            rows = [(job_id, small, "" if true is None else true)
+                    for job_id, (small, true) in self.learner.classes.items()]
             out["classes"] = (("job_id", "predicted_small", "true_small"), rows)
         return out

@@ -116,6 +116,24 @@ class JobQueue:
         if self.starvation_threshold is not None:
             self._arrivals.remove((job.submission_time, self._arrival_no.pop(job)))
 
+    def rekey(self, job, now: float) -> None:
+        """Re-insert a queued job whose key inputs changed (the classification's ``probe_after``
+        promotes a waiting large job to small)."""
+        if job not in self._by_arrival:
+            return
+        self._dynamic_cache = None
+        self._unindex(job)
+        sized = self._by_size[job.res]
+        sized.remove((self._estimates[job], job.seq))
+        sized.add((job.estimate, job.seq))
+        self._estimates[job] = job.estimate
+        if self._sorted is not None:
+            self._sorted.remove((self._keys[job], job))
+            key = (self.policy.key(job, now), job.seq)
+            self._keys[job] = key
+            self._sorted.add((key, job))
+        self._index(job)
+
     def _starving(self, now: float) -> list:
         limit = now - self.starvation_threshold
         starving = []
