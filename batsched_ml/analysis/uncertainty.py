@@ -31,7 +31,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "campaign_section", "comparison_lines", "job_interval", "mean_interval",
+__all__ = ["Interval", "campaign_section", "comparison_lines", "format_number", "job_interval", "mean_interval",
            "paired_job_reduction", "paired_reduction", "per_job_values", "run_figures", "run_uncertainty",
            "worst_share"]
 
@@ -213,9 +213,12 @@ def run_figures(source, taus: Sequence[float] = (10.0, 60.0), *, seed: int = SEE
 
 
 # ------------------------------------------------------------------------------------ tables
-def _num(v) -> str:
+def format_number(v) -> str:
+    """A number for a report's table: thousands separated, three significant digits below 1."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
+    if isinstance(v, int):
+        return f"{v:,}"
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}"
@@ -230,8 +233,8 @@ def _cell(interval: Interval) -> str:
     if interval.estimate is None:
         return "-"
     if not interval.has_interval:
-        return _num(interval.estimate)
-    return f"{_num(interval.estimate)} [{_num(interval.low)}, {_num(interval.high)}]"
+        return format_number(interval.estimate)
+    return f"{format_number(interval.estimate)} [{format_number(interval.low)}, {format_number(interval.high)}]"
 
 
 def _reduction_cell(interval: Interval) -> str:

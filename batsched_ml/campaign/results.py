@@ -15,6 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from ..analysis.uncertainty import format_number
+
 __all__ = ["COLUMNS", "FLAT_FROM_METRICS", "fmt", "metric_names", "metric_value", "read_results", "write_results"]
 
 # flat column <- key of compute_metrics' dict (the rest are computed by the task)
@@ -61,20 +63,7 @@ def metric_value(row: dict, name: str):
     return (row.get("metrics") or {}).get(name)
 
 
-def fmt(v) -> str:
-    """A number for a report's table: thousands separated, three significant digits below 1."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, int):
-        return f"{v:,}"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
+fmt = format_number  # the one number format of every report table
 
 
 def _text(value) -> str:
