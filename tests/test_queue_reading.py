@@ -201,3 +201,19 @@ def test_some_jobs_in_queue_order():
                 order = queue.ordered(now)
                 some = rng.sample(jobs, 30)
                 assert queue.in_queue_order(some, now) == [j for j in order if j in set(some)]
+
+
+def test_the_compiled_pass_order_follows_a_rekeyed_job():
+    """``rekey`` (the classification's probe_after) moves a queued job in a static order: the copy
+    of the order that conservative's compiled pass keeps between passes must follow it."""
+    from batsched_ml.scheduling.conservative import QueueSeqs
+
+    queue, order = JobQueue(build_policy("spf")), QueueSeqs()
+    jobs = [_job(i, 1, float(10 + i)) for i in range(5)]
+    for job in jobs:
+        queue.add(job, 0.0)
+        order.add(job)
+    assert list(order.current(queue, 0.0)) == [0, 1, 2, 3, 4]
+    jobs[4].estimate = 1.0
+    queue.rekey(jobs[4], 1.0)
+    assert list(order.current(queue, 1.0)) == [j.seq for j in queue.ordered(1.0)] == [4, 0, 1, 2, 3]

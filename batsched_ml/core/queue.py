@@ -32,6 +32,7 @@ class JobQueue:
         self._sorted = None if policy.dynamic else SortedList()
         self._keys: dict = {}
         self._dynamic_cache = None  # (now, jobs sorted at now): a dynamic order, sorted once per instant
+        self.reorders = 0  # ``rekey`` calls: a copy of a static order is stale when this changes
         # requested cores -> (estimate, seq) of the queued jobs of that size: lets a backfilling
         # pass see that no queued job can fit any more without reading the queue
         self._by_size = SortedDict()
@@ -122,6 +123,7 @@ class JobQueue:
         if job not in self._by_arrival:
             return
         self._dynamic_cache = None
+        self.reorders += 1
         self._unindex(job)
         sized = self._by_size[job.res]
         sized.remove((self._estimates[job], job.seq))

@@ -287,6 +287,7 @@ class QueueSeqs:
     def __init__(self):
         self.jobs: dict = {}  # seq -> queued job
         self._seqs = None  # the order at the last pass, started jobs removed
+        self._reorders = 0  # the queue's ``reorders`` then: a re-keyed job makes the copy stale
         self._new: list = []  # queued since
 
     def add(self, job) -> None:
@@ -299,7 +300,7 @@ class QueueSeqs:
     def current(self, queue, now: float) -> np.ndarray:
         """The seqs of the queued jobs, highest priority first (``queue.ordered(now)``)."""
         new, self._new = [j for j in self._new if j in queue], []
-        kept = queue.static and self._seqs is not None
+        kept = queue.static and self._seqs is not None and queue.reorders == self._reorders
         if kept:
             placed = sorted((queue.position(job), job.seq) for job in new)
             self._seqs = np.insert(self._seqs, [p - i for i, (p, _) in enumerate(placed)],
@@ -307,6 +308,7 @@ class QueueSeqs:
         if not kept or len(self._seqs) != len(queue):
             jobs = queue.ordered(now)
             self._seqs = np.fromiter((j.seq for j in jobs), np.int64, len(jobs))
+            self._reorders = queue.reorders
         return self._seqs
 
     def drop(self, indices: list) -> None:
