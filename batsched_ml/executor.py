@@ -120,17 +120,23 @@ def dask_client(scheduler_address: str | None = None, workers: int | None = None
     with dask.config.set(LOCAL_CLUSTER_CONFIG):
         cluster = start_shielded(start_cluster, name="Dask cluster start")
     pids = set()
+    dask_logger = logging.getLogger("distributed")
+    level = dask_logger.level
     try:
         client = Client(cluster)
         with client:
             pids.update(_worker_pids(cluster))
             yield client
     except BaseException:  # Ctrl-C, SIGTERM, a consumer that stopped early: tasks were cancelled
+        # the nannies see their killed workers exit and start new ones, which the close then
+        # cancels: errors they log with tracebacks, about a teardown that is wanted
+        dask_logger.setLevel(logging.CRITICAL)
         pids.update(_stop_workers_now(cluster))
         raise
     finally:
         pids.update(_worker_pids(cluster))
         cluster.close()
+        dask_logger.setLevel(level)
         for pid in pids:  # the workers are gone: what a killed task left in its scratch goes too
             shutil.rmtree(scratch_path(pid), ignore_errors=True)
 
