@@ -27,8 +27,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
 __all__ = ["Terminated", "abandoned", "exit_code", "finish", "interrupt_behind", "keeping", "note_kept",
-           "report", "signals_raise_once",
-           "start_shielded", "what_stopped"]
+           "report", "signals_raise_once", "start_shielded", "what_stopped"]
 
 SIGINT_EXIT = 128 + signal.SIGINT    # 130
 SIGTERM_EXIT = 128 + signal.SIGTERM  # 143
@@ -181,33 +180,31 @@ def _start_resource_tracker() -> None:
 
 
 def _kill_children() -> None:
-    """SIGKILL every child process of this process (half-started workers): the ones
-    multiprocessing knows, and on Linux also those it does not list yet -- a process it is
-    spawning appears in ``active_children()`` only once its start-up data is written, and a child
-    left without that data prints an ``EOFError`` traceback when this process ends."""
-    import multiprocessing
+    """SIGKILL every child process of this process (half-started workers). On Linux they are read
+    from ``/proc``: a process multiprocessing is spawning appears in its ``active_children()``
+    only once its start-up data is written, and a child left without that data prints an
+    ``EOFError`` traceback when this process ends; elsewhere, multiprocessing's list."""
+    pids = _os_children()
+    if pids is None:
+        import multiprocessing
 
-    for child in multiprocessing.active_children():
-        try:
-            child.kill()
-        except (OSError, ValueError, AttributeError):
-            pass
-    for pid in _os_children():
+        pids = [child.pid for child in multiprocessing.active_children()]
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
 
 
-def _os_children() -> list[int]:
-    """The pids of this process's children, from ``/proc`` (empty where there is none), except
+def _os_children() -> list[int] | None:
+    """The pids of this process's children from ``/proc`` (None without it), except
     multiprocessing's resource tracker: it must outlive this process to free what the killed
     children left (named semaphores)."""
-    pids: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{os.getpid()}/task")
     except OSError:
-        return pids
+        return None
+    pids: list[int] = []
     for task in tasks:
         try:
             with open(f"/proc/{os.getpid()}/task/{task}/children") as listing:
