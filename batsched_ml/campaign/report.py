@@ -315,6 +315,18 @@ def _interval_section(rows, trace, configs, metrics, baseline, results_dir: Path
     return ["### Intervals", ""] + lines if lines else []
 
 
+def _per_job_note(rows, results_dir: Path) -> list[str]:
+    """Say what is left out when no run's jobs CSV is in ``results_dir`` (a results directory kept
+    as ``results.csv`` and ``campaign.toml`` only, like the ones committed under benchmarks/results)."""
+    ran = [r for r in rows if r["status"] in RAN]
+    if not ran or any(jobs_csv_path(results_dir, r["trace"], r["window"], r["config"], r["seed"]).is_file()
+                      for r in ran):
+        return []
+    return ["The runs' jobs CSVs (`runs/`) are not in this results directory: the curves over time, the small / "
+            "large job split and the job-resampled intervals of single runs, computed from them, are left out "
+            "(`batsched-ml campaign run` on the campaign file writes them).", ""]
+
+
 def _last_run(results_dir: Path) -> list[str]:
     log = results_dir / "runs.log"
     if not log.is_file():
@@ -357,6 +369,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
               "for slowdowns and waits).", ""]
     if no_figures:
         lines += [f"No figures in this report: {no_figures}, then `batsched-ml campaign report {results_dir}`.", ""]
+    lines += _per_job_note(rows, results_dir)
     for trace in traces:
         lines += [f"## {trace}", ""]
         if not any(counts[(trace, c)].get(k) for c in configs for k in (*RAN, "error", "timeout")):
