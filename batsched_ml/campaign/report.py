@@ -19,7 +19,7 @@ from pathlib import Path
 from .aggregates import aggregate_table
 from .results import RAN, fmt, metric_value, read_results
 from .expand import expand, read_campaign_file
-from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, trace_figures
+from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, per_job_note, trace_figures
 from .spec import CampaignError, config_argv, paper_refs, table_specs
 from .tasks import safe_name
 
@@ -315,18 +315,6 @@ def _interval_section(rows, trace, configs, metrics, baseline, results_dir: Path
     return ["### Intervals", ""] + lines if lines else []
 
 
-def _per_job_note(rows, results_dir: Path) -> list[str]:
-    """Say what is left out when no run's jobs CSV is in ``results_dir`` (a results directory kept
-    as ``results.csv`` and ``campaign.toml`` only, like the ones committed under benchmarks/results)."""
-    ran = [r for r in rows if r["status"] in RAN]
-    if not ran or any(jobs_csv_path(results_dir, r["trace"], r["window"], r["config"], r["seed"]).is_file()
-                      for r in ran):
-        return []
-    return ["The runs' jobs CSVs (`runs/`) are not in this results directory: the curves over time, the small / "
-            "large job split and the job-resampled intervals of single runs, computed from them, are left out "
-            "(`batsched-ml campaign run` on the campaign file writes them).", ""]
-
-
 def _last_run(results_dir: Path) -> list[str]:
     log = results_dir / "runs.log"
     if not log.is_file():
@@ -369,7 +357,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
               "for slowdowns and waits).", ""]
     if no_figures:
         lines += [f"No figures in this report: {no_figures}, then `batsched-ml campaign report {results_dir}`.", ""]
-    lines += _per_job_note(rows, results_dir)
+    lines += per_job_note(rows, results_dir)
     for trace in traces:
         lines += [f"## {trace}", ""]
         if not any(counts[(trace, c)].get(k) for c in configs for k in (*RAN, "error", "timeout")):
