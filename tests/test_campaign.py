@@ -428,7 +428,7 @@ def test_check_prints_each_config_as_simulate_flags(capsys):
 def test_generator_string_is_parsed_and_a_missing_generator_is_a_clear_error(tmp_path):
     import importlib.util
 
-    from batsched_ml.campaign.spec import parse_generate
+    from batsched_ml.campaign.traces import parse_generate
 
     text = '[traces.L]\ngenerate = "lublin:cores=64,jobs=200,seed=3"\n[configs.easy]\n'
     if importlib.util.find_spec("batsched_ml.workloads.lublin") is None:

@@ -26,7 +26,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CampaignError", "DeclaredPath", "PATH_KEYS", "expand", "read_campaign_file", "write_campaign"]
+__all__ = ["CampaignError", "DeclaredPath", "PATH_KEYS", "as_table", "check_keys", "expand", "read_campaign_file",
+           "write_campaign"]
 
 PATH_KEYS = ("swf", "workload", "platform")  # trace keys that name a file
 NAMED_TABLES = ("traces", "configs")  # merged name by name, then key by key
@@ -43,6 +44,20 @@ class DeclaredPath:
 
     text: str
     base: Path
+
+
+def check_keys(table: dict, valid, where: str) -> None:
+    """A :class:`CampaignError` naming the first key of ``table`` not in ``valid``."""
+    unknown = [k for k in table if k not in valid]
+    if unknown:
+        raise CampaignError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(valid)}")
+
+
+def as_table(value, where: str) -> dict:
+    """``value`` when it is a TOML table, else a :class:`CampaignError`."""
+    if not isinstance(value, dict):
+        raise CampaignError(f"{where} must be a table")
+    return value
 
 
 def read_campaign_file(path: Path, _chain: tuple = ()) -> dict:

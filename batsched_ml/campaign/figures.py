@@ -1,6 +1,7 @@
 """The figures of a campaign report: per trace, the cumulative bounded slowdown and waiting-time
 curves of each config's first run, and the first metric per config (bars, or every run's value
-when there are several windows or seeds)."""
+when there are several windows or seeds); and the note a report carries when the runs' jobs
+CSVs, which the curves need, are not in the results directory."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from .results import RAN, metric_value
 from .tasks import run_name, safe_name
 
-__all__ = ["config_colors", "first_run", "jobs_csv_path", "matplotlib_missing", "trace_figures"]
+__all__ = ["config_colors", "first_run", "jobs_csv_path", "matplotlib_missing", "per_job_note", "trace_figures"]
 
 
 def config_colors(configs) -> dict:
@@ -30,6 +31,18 @@ def first_run(ran: list[dict]) -> tuple[int, int]:
 
 def jobs_csv_path(results_dir: Path, trace, window, config, seed) -> Path:
     return results_dir / "runs" / f"{run_name(trace, window, config, seed)}_jobs.csv.gz"
+
+
+def per_job_note(rows, results_dir: Path) -> list[str]:
+    """Say what is left out when no run's jobs CSV is in ``results_dir`` (a results directory kept
+    as ``results.csv`` and ``campaign.toml`` only, like the ones committed under benchmarks/results)."""
+    ran = [r for r in rows if r["status"] in RAN]
+    if not ran or any(jobs_csv_path(results_dir, r["trace"], r["window"], r["config"], r["seed"]).is_file()
+                      for r in ran):
+        return []
+    return ["The runs' jobs CSVs (`runs/`) are not in this results directory: the curves over time, the small / "
+            "large job split and the job-resampled intervals of single runs, computed from them, are left out "
+            "(`batsched-ml campaign run` on the campaign file writes them).", ""]
 
 
 def trace_figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict) -> list[tuple[str, str]]:

@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .spec import GENERATORS, CampaignError, TraceSpec
+from .expand import CampaignError
+from .traces import GENERATORS, TraceSpec
 
 __all__ = ["TraceInput", "file_digest", "prepare_trace"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from .aggregates import aggregate_table
 from .results import RAN, fmt, metric_value, read_results
 from .expand import expand, read_campaign_file
-from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, trace_figures
-from .spec import CampaignError, _paper, config_argv, table_specs
+from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, per_job_note, trace_figures
+from .spec import CampaignError, config_argv, paper_refs, table_specs
 from .tasks import safe_name
 
 __all__ = ["class_split", "completeness", "paper_table", "reduction", "run_report", "summarise",
@@ -64,7 +64,7 @@ def _settings(results_dir: Path) -> dict:
         configs = data.get("configs", {})
         traces = data.get("traces", {})
         argv = {n: config_argv(t, f"[configs.{n}]") for n, t in configs.items()}
-        paper = _paper(data.get("paper", []), traces, configs)
+        paper = paper_refs(data.get("paper", []), traces, configs)
         tables = table_specs(data.get("tables", []), {n: t.get("axes") for n, t in configs.items()})
     except CampaignError as exc:
         raise CampaignError(f"{path}: {exc}") from None
@@ -357,6 +357,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
               "for slowdowns and waits).", ""]
     if no_figures:
         lines += [f"No figures in this report: {no_figures}, then `batsched-ml campaign report {results_dir}`.", ""]
+    lines += per_job_note(rows, results_dir)
     for trace in traces:
         lines += [f"## {trace}", ""]
         if not any(counts[(trace, c)].get(k) for c in configs for k in (*RAN, "error", "timeout")):

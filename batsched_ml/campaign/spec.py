@@ -5,39 +5,26 @@ Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fie
 :class:`batsched_ml.config.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
 plus ``options`` (and ``axes``, its labels in the report's tables), and becomes that object
 directly (no command line is re-parsed); it is validated and built by ``batsched_ml.compose``
-like ``simulate``'s flags -- one vocabulary, one validation.
-
-Trace files: a bare file name (``swf = "KTH-SP2-1996-2.1-cln.swf.gz"``) is looked up in the traces
-directory (``--traces-dir DIR``, else the environment variable ``BATSCHED_ML_TRACES``), then next
-to the campaign file that names it; a path with a directory is relative to that file. A missing
-file is an error only for the traces that run (``Campaign.require_inputs``).
+like ``simulate``'s flags -- one vocabulary, one validation. Traces and where their files are:
+``traces``.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import RunConfig, table_keys
-from ..workloads.windows import WindowSpec
-from .expand import CampaignError, DeclaredPath, expand, read_campaign_file
+from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
+from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 
-__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TableSpec", "TraceSpec", "config_argv",
-           "config_keys", "load_campaign", "table_specs", "traces_directory"]
+__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "config_argv",
+           "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
 
-TRACES_ENV = "BATSCHED_ML_TRACES"  # the traces directory when --traces-dir is not given
-PWA = "https://www.cs.huji.ac.il/labs/parallel/workload/"
 CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
 TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title")
 STATISTICS = ("mean", "median", "min", "max")
-TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows")
-TRACE_SOURCES = ("swf", "workload", "generate")
-WINDOW_KEYS = ("days", "count", "select", "start_days")
 PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
-GENERATORS = {"lublin": ("batsched_ml.workloads.lublin", "generate_lublin")}
 
 
 def config_keys() -> list[str]:
@@ -58,19 +45,6 @@ def config_argv(table: dict, where: str) -> tuple[str, ...]:
         raise CampaignError(str(exc)) from None
 
 
-def traces_directory(given=None) -> Path | None:
-    """The directory bare trace names are looked up in: ``given`` (``--traces-dir``), else
-    ``$BATSCHED_ML_TRACES``, else none."""
-    text = given if given is not None else os.environ.get(TRACES_ENV) or None
-    if text is None:
-        return None
-    path = Path(os.path.expanduser(str(text)))
-    if not path.is_dir():
-        how = "--traces-dir" if given is not None else TRACES_ENV
-        raise CampaignError(f"{how} {text}: not a directory")
-    return path
-
-
 @dataclass(frozen=True)
 class ConfigSpec:
     name: str
@@ -86,19 +60,6 @@ class ConfigSpec:
         import shlex
 
         return " ".join(shlex.quote(a) for a in self.argv)
-
-
-@dataclass(frozen=True)
-class TraceSpec:
-    name: str
-    source: str                  # "swf", "workload" or "generate"
-    path: Path | None = None     # swf or workload file
-    platform: Path | None = None
-    generate: dict | None = None  # {"model": ..., params...}
-    max_jobs: int | None = None
-    nodes: int | None = None
-    windows: WindowSpec | None = None
-    missing: str | None = None   # why a file of the trace cannot be found (None: it is there)
 
 
 @dataclass(frozen=True)
@@ -172,126 +133,14 @@ DEFAULT_METRICS = ["avebsld10", "avebsld60", "cum_bsld60", "mean_wait", "geomean
                    "utilisation", "kills"]
 
 
-def _check_keys(table: dict, valid, where: str) -> None:
-    unknown = [k for k in table if k not in valid]
-    if unknown:
-        raise CampaignError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(valid)}")
-
-
-def _table(value, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise CampaignError(f"{where} must be a table")
-    return value
-
-
-def _locate(value, where: str, traces_dir: Path | None, swf: bool) -> tuple[Path, str | None]:
-    """A trace file's path and, when it is not there, why (see the module docstring)."""
-    if isinstance(value, DeclaredPath):
-        text, base = value.text, value.base
-    else:
-        text, base = value, Path.cwd()
-    if not isinstance(text, str) or not text:
-        raise CampaignError(f"{where} must be a file path")
-    path = Path(os.path.expanduser(os.path.expandvars(text)))
-    if path.is_absolute():
-        candidates = [path]
-    elif len(path.parts) == 1:  # a bare name: a file of the traces directory
-        candidates = ([traces_dir / path] if traces_dir is not None else []) + [base / path]
-    else:
-        candidates = [base / path]
-    found = next((c for c in candidates if c.is_file()), None)
-    if found is not None:
-        return found, None
-    if len(path.parts) == 1 and not path.is_absolute():
-        looked = (f"in the traces directory {traces_dir} nor " if traces_dir is not None else "") + \
-            f"next to the campaign file ({base})"
-        hint = "" if traces_dir is not None else f"; give the directory holding it: --traces-dir DIR or {TRACES_ENV}=DIR"
-        if swf:
-            hint += f" (the Parallel Workloads Archive's logs: {PWA})"
-        return candidates[0], f"{where}: {text} not found {looked}{hint}"
-    return candidates[0], f"{where}: file not found: {candidates[0]}"
-
-
-def _positive_int(value, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise CampaignError(f"{where} must be an integer >= 1, not {value!r}")
-    return value
-
-
-def parse_generate(value, where: str) -> dict:
-    """``"lublin:cores=256,jobs=10000"`` or ``{model = "lublin", cores = 256, ...}`` -> dict."""
-    if isinstance(value, str):
-        model, _, rest = value.partition(":")
-        params: dict = {"model": model.strip()}
-        for item in filter(None, (s.strip() for s in rest.split(","))):
-            key, sep, text = item.partition("=")
-            if not sep:
-                raise CampaignError(f"{where}: expected KEY=VALUE, got {item!r}")
-            try:
-                params[key.strip()] = json.loads(text)
-            except json.JSONDecodeError:
-                params[key.strip()] = text.strip()
-    elif isinstance(value, dict):
-        params = dict(value)
-    else:
-        raise CampaignError(f"{where} must be \"MODEL:KEY=VALUE,...\" or a table")
-    model = params.get("model")
-    if model not in GENERATORS:
-        raise CampaignError(f"{where}: unknown model {model!r}; known: {', '.join(GENERATORS)}")
-    module, _ = GENERATORS[model]
-    if importlib.util.find_spec(module) is None:
-        raise CampaignError(f"{where}: the {model} generator ({module}) is not installed")
-    return params
-
-
-def _trace(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
-    where = f"[traces.{name}]"
-    _check_keys(table, TRACE_KEYS, where)
-    sources = [k for k in TRACE_SOURCES if k in table]
-    if len(sources) != 1:
-        raise CampaignError(f"{where}: give exactly one of {', '.join(TRACE_SOURCES)}")
-    source = sources[0]
-    kwargs: dict = {"name": name, "source": source}
-    missing = []
-    if source == "generate":
-        kwargs["generate"] = parse_generate(table["generate"], f"{where} generate")
-    else:
-        kwargs["path"], why = _locate(table[source], f"{where} {source}", traces_dir, source == "swf")
-        missing.append(why)
-    if "platform" in table:
-        if source != "workload":
-            raise CampaignError(f"{where}: platform goes with workload (swf and generate make their own)")
-        kwargs["platform"], why = _locate(table["platform"], f"{where} platform", traces_dir, False)
-        missing.append(why)
-    kwargs["missing"] = "; ".join(filter(None, missing)) or None
-    if "max_jobs" in table:
-        if source == "workload":
-            raise CampaignError(f"{where}: max_jobs applies to swf and generate traces")
-        kwargs["max_jobs"] = _positive_int(table["max_jobs"], f"{where} max_jobs")
-    if "nodes" in table:
-        if source != "swf":
-            raise CampaignError(f"{where}: nodes applies to swf traces")
-        kwargs["nodes"] = _positive_int(table["nodes"], f"{where} nodes")
-    if "windows" in table:
-        w = _table(table["windows"], f"{where} windows")
-        _check_keys(w, WINDOW_KEYS, f"{where} windows")
-        if "days" not in w:
-            raise CampaignError(f"{where} windows: days is required")
-        try:
-            kwargs["windows"] = WindowSpec(**w)
-        except (TypeError, ValueError) as exc:
-            raise CampaignError(f"{where} {exc}") from None
-    return TraceSpec(**kwargs)
-
-
-def _paper(entries, traces, configs, where: str = "[[paper]]") -> list[PaperRef]:
+def paper_refs(entries, traces, configs, where: str = "[[paper]]") -> list[PaperRef]:
     if not isinstance(entries, list):
         raise CampaignError(f"{where} must be an array of tables")
     refs = []
     for i, e in enumerate(entries):
         at = f"{where} #{i + 1}"
-        e = _table(e, at)
-        _check_keys(e, PAPER_KEYS, at)
+        e = as_table(e, at)
+        check_keys(e, PAPER_KEYS, at)
         for key in ("trace", "config", "metric"):
             if key not in e:
                 raise CampaignError(f"{at}: {key} is required")
@@ -324,17 +173,17 @@ def load_campaign(path, traces_dir=None) -> Campaign:
 def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     from .results import metric_names
 
-    _check_keys(data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
-    head = _table(data.get("campaign", {}), "[campaign]")
-    _check_keys(head, CAMPAIGN_KEYS, "[campaign]")
-    traces_t = _table(data.get("traces", {}), "[traces]")
-    configs_t = _table(data.get("configs", {}), "[configs]")
+    check_keys(data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
+    head = as_table(data.get("campaign", {}), "[campaign]")
+    check_keys(head, CAMPAIGN_KEYS, "[campaign]")
+    traces_t = as_table(data.get("traces", {}), "[traces]")
+    configs_t = as_table(data.get("configs", {}), "[configs]")
     if not traces_t:
         raise CampaignError("no trace: add a [traces.NAME] table")
     if not configs_t:
         raise CampaignError("no configuration: add a [configs.NAME] table")
-    traces = {n: _trace(n, _table(t, f"[traces.{n}]"), traces_dir) for n, t in traces_t.items()}
-    configs = {n: _config(n, _table(t, f"[configs.{n}]")) for n, t in configs_t.items()}
+    traces = {n: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir) for n, t in traces_t.items()}
+    configs = {n: _config(n, as_table(t, f"[configs.{n}]")) for n, t in configs_t.items()}
     baseline = head.get("baseline", next(iter(configs)))
     if baseline not in configs:
         raise CampaignError(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs)}")
@@ -346,7 +195,7 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     for m in metrics:
         if m not in valid:
             raise CampaignError(f"[campaign] unknown metric {m!r}; valid: {', '.join(valid)}")
-    paper = _paper(data.get("paper", []), traces, configs)
+    paper = paper_refs(data.get("paper", []), traces, configs)
     for ref in paper:
         if ref.metric not in valid:
             raise CampaignError(f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}")
@@ -374,8 +223,8 @@ def table_specs(entries, configs: dict) -> list[TableSpec]:
     out = []
     for i, entry in enumerate(entries):
         at = f"[[tables]] #{i + 1}"
-        entry = _table(entry, at)
-        _check_keys(entry, TABLE_KEYS, at)
+        entry = as_table(entry, at)
+        check_keys(entry, TABLE_KEYS, at)
         if entry.get("metric") not in metric_names():
             raise CampaignError(f"{at}: metric must be one of {', '.join(metric_names())}, not {entry.get('metric')!r}")
         if entry.get("statistic", "mean") not in STATISTICS:

@@ -69,7 +69,8 @@ def safe_name(name: str) -> str:
 # modules that only present results (reports, figures, the command line, the task engine, progress
 # displays, interrupt handling): editing them keeps the cached runs
 PRESENTATION = ("campaign/cli.py", "executor.py", "campaign/run.py", "campaign/cache.py", "campaign/report.py",
-                "analysis/plots.py", "cli.py", "progress.py", "interrupts.py", "analysis/uncertainty.py")
+                "analysis/plots.py", "cli/__init__.py", "cli/__main__.py", "cli/commands.py", "cli/parser.py",
+                "cli/process.py", "progress.py", "interrupts.py", "analysis/uncertainty.py")
 
 
 def code_version() -> str:

@@ -8,7 +8,8 @@ use the same functions: ``"events"`` are Batsim -> scheduler messages, ``"decisi
 and type, and an excerpt of the raw message.
 
 This module is the protocol's one import for its users; the work is done by its parts:
-:mod:`~batsched_ml.protocol.parse` (each event's data read and checked),
+:mod:`~batsched_ml.protocol.parse` (each event read and checked, by type) and
+:mod:`~batsched_ml.protocol.members` (its members: ids, allocations, job descriptions),
 :mod:`~batsched_ml.protocol.decoding` (the message envelope and JSON),
 :mod:`~batsched_ml.protocol.encoding`, :mod:`~batsched_ml.protocol.transcripts` and
 :mod:`~batsched_ml.protocol.errors`.
@@ -19,7 +20,8 @@ from __future__ import annotations
 from .decoding import decode
 from .encoding import encode
 from .errors import ProtocolError, ProtocolViolation, escape_controls, excerpt
-from .parse import DECISIONS, EVENTS, MAX_CORE_ID, parse_alloc
+from .members import MAX_CORE_ID, parse_alloc
+from .parse import DECISIONS, EVENTS
 from .transcripts import TRANSCRIPT_TAGS, read_transcript
 
 __all__ = [

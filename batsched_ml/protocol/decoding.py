@@ -15,7 +15,8 @@ from math import isfinite
 
 from .errors import EXCERPT, ProtocolError, escape_controls, excerpt, quote as _q
 from .events import Message
-from .parse import DECISIONS, DIRECTION_TEXT, EVENTS, PARSERS, Invalid, is_number
+from .members import Invalid, is_number
+from .parse import DECISIONS, DIRECTION_TEXT, EVENTS, PARSERS
 
 try:  # optional accelerator for parsing; results are checked equal to json.loads in the tests
     from orjson import loads as _fast_loads

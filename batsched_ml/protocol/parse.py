@@ -1,21 +1,17 @@
 """Reading and checking each event of a protocol message, the way Batsim does.
 
 One small parser per event type turns an event's ``data`` into a typed event of
-:mod:`~batsched_ml.protocol.events` or raises :class:`Invalid` saying what is wrong;
+:mod:`~batsched_ml.protocol.events` or raises :class:`~batsched_ml.protocol.members.Invalid` saying what is wrong;
 :func:`~batsched_ml.protocol.decoding.decode` adds where (event index, type, an excerpt). The
 rules are those of ``batsim-protocol.md`` (checked against Batsim 4.2.1's ``protocol.cpp`` and
 ``server.cpp``), where Batsim aborts the simulation. The reader of events is lenient about
 members it does not need (Batsim may add some); the reader of decisions enforces Batsim's
-member counts. Allocation strings are parsed here directly into a ``CoreSet`` (procset costs
-~10 µs per allocation and is quadratic on fragmented sets).
+member counts. The members themselves (ids, allocations, job descriptions) are read by
+:mod:`~batsched_ml.protocol.members`.
 """
 
 from __future__ import annotations
 
-import math
-
-from ..validation import MAX_CORES
-from .coreset import CoreSet
 from .errors import quote as _q
 from .events import (
     EVENT_MACHINE_AVAILABLE,
@@ -38,158 +34,14 @@ from .events import (
     SimulationBegins,
     SimulationEnds,
 )
+from .members import (MAX_CORE_ID, Invalid, alloc_member, check_job, dict_member, exact_members, is_number,
+                      job_id_list, job_id_member, member, str_member)
 
-__all__ = ["BEGINS_ORDER", "DECISIONS", "DIRECTION_TEXT", "EVENTS", "Invalid", "MAX_CORE_ID", "PARSERS",
-           "is_number", "parse_alloc"]
+__all__ = ["BEGINS_ORDER", "DECISIONS", "DIRECTION_TEXT", "EVENTS", "PARSERS"]
 
 EVENTS = "events"  # Batsim -> scheduler
 DECISIONS = "decisions"  # scheduler -> Batsim
 DIRECTION_TEXT = {EVENTS: "Batsim->scheduler", DECISIONS: "scheduler->Batsim"}
-
-# Largest core id accepted in an allocation string: a typo such as "0-99999999999"
-# would otherwise build a gigantic bitmask. Every command shares this limit (``validation.MAX_CORES``).
-MAX_CORE_ID = MAX_CORES - 1
-
-
-class Invalid(Exception):
-    """A problem inside one event's data; ``decode`` adds the context."""
-
-
-def is_number(value) -> bool:
-    kind = type(value)
-    return (kind is float and math.isfinite(value)) or kind is int
-
-
-def _member(data: dict, key: str):
-    try:
-        return data[key]
-    except KeyError:
-        raise Invalid(f"missing data member {_q(key)}") from None
-
-
-def _str_member(data: dict, key: str) -> str:
-    value = _member(data, key)
-    if type(value) is not str:
-        raise Invalid(f"data member {_q(key)} must be a string, got {_q(value)}")
-    return value
-
-
-def _dict_member(data: dict, key: str) -> dict:
-    value = _member(data, key)
-    if type(value) is not dict:
-        raise Invalid(f"data member {_q(key)} must be an object, got {_q(value)}")
-    return value
-
-
-def _check_job_id(value, key: str, element: bool = False) -> str:
-    """``value`` if it is a job id ``workload!name``; the error text names ``key`` (built only then)."""
-    if type(value) is str:
-        workload, bang, name = value.partition("!")
-        if workload and name and "!" not in name:
-            return value
-    what = f"an element of {key!r}" if element else f"data member {key!r}"
-    if type(value) is not str:
-        raise Invalid(f"{what} must be a string 'workload!name', got {_q(value)}")
-    raise Invalid(
-        f"{what} {_q(value)} is not a job id: it needs exactly one '!' between a workload "
-        "name and a job name (e.g. 'w0!17')"
-    )
-
-
-def _job_id_member(data: dict, key: str = "job_id") -> str:
-    return _check_job_id(_member(data, key), key)
-
-
-def _job_id_list(data: dict, key: str = "job_ids") -> list:
-    ids = _member(data, key)
-    if type(ids) is not list or not ids:
-        raise Invalid(f"data member {_q(key)} must be a non-empty array of job ids, got {_q(ids)}")
-    for job_id in ids:
-        _check_job_id(job_id, key, True)
-    return ids
-
-
-def _exact_members(data: dict, expected: tuple[str, ...], etype: str) -> None:
-    """Batsim aborts unless ``data`` has exactly these members (protocol.cpp MemberCount checks)."""
-    if len(data) == len(expected) and all(key in data for key in expected):
-        return
-    wanted = " and ".join(repr(key) for key in expected)
-    unexpected = [key for key in data if key not in expected]
-    if unexpected:
-        raise Invalid(
-            f"data must have only {wanted}, but it also has {', '.join(map(repr, unexpected))} "
-            f"(Batsim checks the member count of {etype} and aborts)"
-        )
-    missing = next(key for key in expected if key not in data)
-    raise Invalid(f"missing data member {_q(missing)}")
-
-
-def parse_alloc(text: str) -> CoreSet:
-    """Parse Batsim's allocation text (``"0-3 5 7-9"``) into a CoreSet.
-
-    Accepts what Batsim accepts: single-space separated ids ``N`` or closed ranges
-    ``N-M`` (N <= M), in any order, overlaps merged. Raises ValueError with the
-    offending token otherwise, and for an empty string.
-    """
-    if type(text) is not str:
-        raise ValueError(f"an allocation must be a string like '0-3 5', got {_q(text)}")
-    if not text:
-        raise ValueError("the allocation is empty")
-    mask = 0
-    for token in text.split(" "):
-        first, dash, last = token.partition("-")
-        if not (first.isdigit() and first.isascii() and (not dash or (last.isdigit() and last.isascii()))):
-            raise ValueError(
-                f"malformed allocation {_q(text)}: token {_q(token)} is not 'N' or 'N-M' "
-                "(non-negative integers separated by single spaces)"
-            )
-        lo = int(first)
-        hi = int(last) if dash else lo
-        if hi < lo:
-            raise ValueError(f"malformed allocation {_q(text)}: range {_q(token)} is reversed")
-        if hi > MAX_CORE_ID:
-            raise ValueError(f"malformed allocation {_q(text)}: core id {hi} exceeds {MAX_CORE_ID}")
-        mask |= ((1 << (hi - lo + 1)) - 1) << lo
-    return CoreSet(mask)
-
-
-def _alloc_member(data: dict, key: str) -> CoreSet:
-    try:
-        return parse_alloc(_member(data, key))
-    except ValueError as error:
-        raise Invalid(f"data member {_q(key)}: {error}") from None
-
-
-def _check_job(job: dict, job_id: str) -> None:
-    """What Batsim's ``Job::from_json`` requires of a job description (plus res > 0)."""
-    get = job.get
-    jid = get("id")
-    if type(jid) is not str:
-        if type(jid) is not int:
-            if "id" not in job:
-                raise Invalid("missing job member 'id'")
-            raise Invalid(f"job member 'id' must be a string or an integer, got {_q(jid)}")
-        jid = str(jid)
-    if jid != job_id and f"{job_id.partition('!')[0]}!{jid}" != job_id:  # Batsim prefixes a bare id
-        raise Invalid(f"job member 'id' {_q(job['id'])} does not match data member 'job_id' {_q(job_id)}")
-    subtime = get("subtime")
-    if not is_number(subtime):
-        if "subtime" not in job:
-            raise Invalid("missing job member 'subtime'")
-        raise Invalid(f"job member 'subtime' must be a number, got {_q(subtime)}")
-    res = get("res")
-    if type(res) is not int or res <= 0:
-        if res is None and "res" not in job:
-            raise Invalid("missing job member 'res'")
-        raise Invalid(f"job member 'res' must be a positive integer, got {_q(res)}")
-    walltime = get("walltime", -1)
-    if walltime != -1 and not (is_number(walltime) and walltime > 0):
-        raise Invalid(f"job member 'walltime' must be -1 (none) or a positive number, got {_q(walltime)}")
-    profile = get("profile")
-    if type(profile) is not str:
-        if "profile" not in job:
-            raise Invalid("missing job member 'profile'")
-        raise Invalid(f"job member 'profile' must be a string, got {_q(profile)}")
 
 
 # ------------------------------------------------------------ Batsim -> scheduler
@@ -216,7 +68,7 @@ _BEGINS_TYPES = {"allow_compute_sharing": bool, "config": dict, "compute_resourc
 def _simulation_begins(ts: float, data: dict, now: float) -> SimulationBegins:
     counts = []
     for key in ("nb_resources", "nb_compute_resources"):
-        value = _member(data, key)
+        value = member(data, key)
         if type(value) is not int or value <= 0:
             raise Invalid(f"data member {_q(key)} must be a positive integer, got {_q(value)}")
         if value > MAX_CORE_ID + 1:
@@ -240,9 +92,9 @@ def _simulation_begins(ts: float, data: dict, now: float) -> SimulationBegins:
 
 
 def _job_submitted(ts: float, data: dict, now: float) -> JobSubmitted:
-    job_id = _job_id_member(data)
-    job = _dict_member(data, "job")
-    _check_job(job, job_id)
+    job_id = job_id_member(data)
+    job = dict_member(data, "job")
+    check_job(job, job_id)
     profile = data.get("profile")
     if profile is not None and type(profile) is not dict:
         raise Invalid(f"data member 'profile' must be an object, got {_q(profile)}")
@@ -250,19 +102,19 @@ def _job_submitted(ts: float, data: dict, now: float) -> JobSubmitted:
 
 
 def _job_completed(ts: float, data: dict, now: float) -> JobCompleted:
-    job_id = _job_id_member(data)
-    state = _member(data, "job_state")
+    job_id = job_id_member(data)
+    state = member(data, "job_state")
     if state not in JOB_STATES:
         raise Invalid(f"data member 'job_state' must be one of {', '.join(JOB_STATES)}, got {_q(state)}")
-    return_code = _member(data, "return_code")
+    return_code = member(data, "return_code")
     if type(return_code) is not int:
         raise Invalid(f"data member 'return_code' must be an integer, got {_q(return_code)}")
-    mask = _alloc_member(data, "alloc").mask  # JobCompleted keeps the text, and the cores for the core's check
+    mask = alloc_member(data, "alloc").mask  # JobCompleted keeps the text, and the cores for the core's check
     return JobCompleted(ts, job_id, state, return_code, data["alloc"], mask)
 
 
 def _job_killed(ts: float, data: dict, now: float) -> JobKilled:
-    job_ids = _job_id_list(data)
+    job_ids = job_id_list(data)
     progress = data.get("job_progress", {})  # a job that finished before the kill has no entry
     if type(progress) is not dict:
         raise Invalid(f"data member 'job_progress' must be an object, got {_q(progress)}")
@@ -283,10 +135,10 @@ def _simulation_ends(ts: float, data: dict, now: float) -> SimulationEnds:
 
 
 def _notify(ts: float, data: dict, now: float) -> Notify:
-    kind = _str_member(data, "type")  # unknown kinds are kept as they are
+    kind = str_member(data, "type")  # unknown kinds are kept as they are
     resources = data.get("resources")
     if resources is not None:
-        _alloc_member(data, "resources")
+        alloc_member(data, "resources")
     elif kind == EVENT_MACHINE_AVAILABLE or kind == EVENT_MACHINE_UNAVAILABLE:
         raise Invalid(f"NOTIFY {kind} needs a 'resources' member")
     return Notify(ts, kind, resources)
@@ -323,8 +175,8 @@ def _execute_job(ts: float, data: dict, now: float) -> ExecuteJob:
                 f"data may only have 'job_id', 'alloc' and an optional 'mapping', but it also has "
                 f"{', '.join(map(repr, unexpected))} (Batsim checks the member count of EXECUTE_JOB and aborts)"
             )  # otherwise a member is missing: reported just below
-    job_id = _job_id_member(data)
-    alloc = _alloc_member(data, "alloc")
+    job_id = job_id_member(data)
+    alloc = alloc_member(data, "alloc")
     mapping = data.get("mapping")
     if mapping is not None:
         _check_mapping(mapping, len(alloc))
@@ -354,17 +206,17 @@ def _check_mapping(mapping, nb_allocated: int) -> None:
 
 
 def _reject_job(ts: float, data: dict, now: float) -> RejectJob:
-    _exact_members(data, ("job_id",), "REJECT_JOB")
-    return RejectJob(ts, _job_id_member(data))
+    exact_members(data, ("job_id",), "REJECT_JOB")
+    return RejectJob(ts, job_id_member(data))
 
 
 def _kill_job(ts: float, data: dict, now: float) -> KillJob:
-    _exact_members(data, ("job_ids",), "KILL_JOB")
-    return KillJob(ts, _job_id_list(data))
+    exact_members(data, ("job_ids",), "KILL_JOB")
+    return KillJob(ts, job_id_list(data))
 
 
 def _call_me_later(ts: float, data: dict, now: float) -> CallMeLater:
-    _exact_members(data, ("timestamp",), "CALL_ME_LATER")
+    exact_members(data, ("timestamp",), "CALL_ME_LATER")
     at = data["timestamp"]
     if not is_number(at):
         raise Invalid(f"data member 'timestamp' must be a number, got {_q(at)}")
@@ -377,25 +229,25 @@ def _call_me_later(ts: float, data: dict, now: float) -> CallMeLater:
 
 
 def _register_profile(ts: float, data: dict, now: float) -> RegisterProfile:
-    workload = _str_member(data, "workload_name")
-    name = _str_member(data, "profile_name")
-    profile = _dict_member(data, "profile")
+    workload = str_member(data, "workload_name")
+    name = str_member(data, "profile_name")
+    profile = dict_member(data, "profile")
     if type(profile.get("type")) is not str:
         raise Invalid(f"the profile {_q(name)} needs a string member 'type', got {_q(profile)}")
     return RegisterProfile(ts, workload, name, profile)
 
 
 def _register_job(ts: float, data: dict, now: float) -> RegisterJob:
-    job_id = _job_id_member(data)
-    job = _dict_member(data, "job")
-    _check_job(job, job_id)
+    job_id = job_id_member(data)
+    job = dict_member(data, "job")
+    check_job(job, job_id)
     return RegisterJob(ts, job_id, job)
 
 
 def _set_job_metadata(ts: float, data: dict, now: float) -> SetJobMetadata:
-    _exact_members(data, ("job_id", "metadata"), "SET_JOB_METADATA")
-    job_id = _job_id_member(data)
-    metadata = _str_member(data, "metadata")
+    exact_members(data, ("job_id", "metadata"), "SET_JOB_METADATA")
+    job_id = job_id_member(data)
+    metadata = str_member(data, "metadata")
     if '"' in metadata:
         raise Invalid(f"data member 'metadata' must not contain double quotes, got {_q(metadata)}")
     return SetJobMetadata(ts, job_id, metadata)

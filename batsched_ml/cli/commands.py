@@ -1,0 +1,216 @@
+"""What each of the core commands does (``simulate``, ``serve``, ``convert``, ``metrics``, ``plot``,
+``check``, ``plugins``), given its parsed arguments; their flags are in ``cli.parser``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .. import interrupts
+from .. import validation as check
+
+
+def run_config(args):
+    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
+    from ..compose import resolve
+    from ..config import RunConfig
+
+    if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
+        for item in args.option or []:
+            if "=" not in item:
+                raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}; to set "
+                                            f"the output prefix use -e/--export, e.g. -e {item}")
+    return resolve(RunConfig.from_args(args))
+
+
+def cmd_convert(args) -> int:
+    from ..workloads import convert_swf
+
+    report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
+                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty)
+    print(report)
+    for warning in report.all_warnings():
+        print(f"batsched-ml: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _stop_status(exc) -> str:
+    """How a run that raised ``exc`` ended, for PREFIX_run.json."""
+    from .. import run_outputs
+
+    if isinstance(exc, interrupts.Terminated):
+        return run_outputs.TERMINATED
+    return run_outputs.INTERRUPTED if isinstance(exc, KeyboardInterrupt) else run_outputs.FAILED
+
+
+def cmd_simulate(args) -> int:
+    from ..analysis import compute_metrics, format_metrics
+    from ..compose import build_scheduler
+    from ..progress import ProgressReporter
+    from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
+                              write_job_details, write_run_description)
+    from ..runner import simulate
+
+    _warn_deprecated_dynamic_jobs(args)
+    if args.connect:
+        _refuse_scheduler_flags(args)
+    else:
+        config = run_config(args)
+        scheduler = build_scheduler(config)
+    details, rejected = {}, []
+    progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+    try:
+        if args.connect:
+            from ..server.peer import simulate_connected
+
+            result = simulate_connected(args, progress=progress)
+            report = {}
+        else:
+
+            def describe_run():  # once the inputs are read and the CSVs open: never left alone
+                details["run"] = run_description_path(args.export)  # marked below, however we stop
+                write_run_description(config, args.export, args.platform, args.workload)
+
+            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
+            report = scheduler.report()
+            details.update(write_job_details(scheduler, args.export))
+            rejected = core.rejected
+            mark_run(details["run"], COMPLETE)
+    except BaseException as exc:
+        if "run" in details:
+            try:
+                mark_run(details["run"], _stop_status(exc), getattr(exc, "partial_outputs", None))
+            except (OSError, ValueError):  # keep the original error
+                pass
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        # Ctrl-C or SIGTERM (see main): the outputs were finished, unless none had been started
+        if not args.connect and "run" not in details and getattr(exc, "partial_outputs", None) is None:
+            print(f"batsched-ml: {interrupts.what_stopped(exc)} before the simulation started: nothing was "
+                  "written", file=sys.stderr)
+            return interrupts.exit_code(exc)
+        return interrupts.report(exc)
+    finally:
+        progress.close()
+    metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
+    report = complete_report(report, metrics)
+    files = {"jobs": result.jobs_csv, "schedule": result.schedule_csv, **details}
+    if args.json:
+        out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
+                                                   "jobs_csv": result.jobs_csv,
+                                                   "unfinished": result.unfinished},
+               "files": files}
+        if report:
+            out["scheduler"] = report
+        print(json.dumps(out, sort_keys=True, default=float))
+    else:
+        print(format_metrics(metrics))
+        print(f"outputs: {', '.join(files.values())} (simulation wall time {result.wall_time:.2f} s)")
+        for key, value in report.items():
+            if not isinstance(value, (list, dict)):
+                print(f"{key}: {value}")
+    for line in rejection_summary(rejected):
+        print(line, file=sys.stderr)
+    if result.nb_jobs == 0:
+        print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
+    if result.unfinished:
+        print(f"warning: {len(result.unfinished)} jobs never ran (the scheduler left them waiting)",
+              file=sys.stderr)
+        return 3
+    return 0
+
+
+def _refuse_scheduler_flags(args) -> None:
+    """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
+    from ..config import settings
+
+    for name, spec in settings().items():
+        if getattr(args, name, None) not in (None, False):
+            raise ValueError(f"{spec.flag} configures the in-process scheduler; with --connect the scheduler is "
+                             f"the one at {args.connect} (give it its flags: batsched-ml serve ... {spec.flag} ...)")
+    if getattr(args, "option", None):
+        raise ValueError(f"-o configures the in-process scheduler; with --connect the scheduler is the one at "
+                         f"{args.connect}")
+
+
+def _warn_deprecated_dynamic_jobs(args) -> None:
+    if getattr(args, "dynamic_jobs", None) is False:
+        print("batsched-ml: warning: --no-dynamic-jobs is deprecated: dynamic jobs are off unless "
+              "--enable-dynamic-jobs is given, as in Batsim", file=sys.stderr)
+
+
+def cmd_serve(args) -> int:
+    from ..compose import build_scheduler
+    from ..server.serve import serve
+
+    config = run_config(args)
+    return serve(args, build_scheduler(config), label=config.label())
+
+
+def _warn_if_partial(*jobs_csvs) -> None:
+    """One ``warning:`` line on stderr for each jobs CSV whose run did not reach its end."""
+    from ..run_outputs import partial_run_warning
+
+    for path in jobs_csvs:
+        warning = partial_run_warning(path)
+        if warning:
+            print(f"batsched-ml: warning: {warning}", file=sys.stderr)
+
+
+def cmd_metrics(args) -> int:
+    from ..analysis import compute_metrics, format_metrics
+
+    from ..analysis.metrics import read_jobs_csv
+    from ..analysis.uncertainty import run_figures
+
+    _warn_if_partial(args.jobs_csv)
+    table = read_jobs_csv(args.jobs_csv)
+    metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
+    # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
+    metrics.update(run_figures(table, tuple(args.tau)))
+    print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from ..analysis.plots import plot_runs
+
+    import warnings
+
+    _warn_if_partial(*args.jobs_csv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plot_runs(args.jobs_csv, args.output, kind=args.kind, tau=args.tau, labels=args.label, title=args.title)
+    for w in caught:
+        print(f"batsched-ml: warning: {w.message}", file=sys.stderr)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from ..analysis.checker import check_files, violation_lines
+
+    nb_cores = args.nb_cores
+    if args.platform is not None:
+        from ..workloads import read_platform
+
+        nb_cores = read_platform(args.platform).nb_hosts
+    _warn_if_partial(args.jobs_csv)
+    violations = check_files(args.jobs_csv, args.workload, nb_cores, idle_slack=args.idle_slack,
+                             fcfs_head=args.fcfs_head)
+    if args.json:
+        print(json.dumps([{"kind": v.kind, "job": v.job, "message": v.message} for v in violations]))
+    else:
+        for line in violation_lines(violations):
+            print(line)
+        print(f"{len(violations)} violation(s)" if violations else "valid: no violation found")
+    return 1 if violations else 0
+
+
+def cmd_plugins(args) -> int:
+    from ..options import describe_plugins
+
+    for line in describe_plugins():
+        print(line)
+    return 0

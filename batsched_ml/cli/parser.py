@@ -1,0 +1,179 @@
+"""The ``batsched-ml`` argument parser: every command's flags and one-line help, usage errors on one
+line (exit 2), defaults shown in ``--help``. The campaign, learning and RL commands register their
+own sub-parsers (``campaign.cli``, ``learning.cli``, ``rl.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import __version__
+from .. import validation as check
+from ..validation import arg
+from .commands import cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_serve, cmd_simulate
+
+
+def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
+    from ..config import add_arguments
+
+    add_arguments(parser.add_argument_group("scheduler"))
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default, unless its help already names one or there is none to show."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        shown = not (default is None or default is False or default == [] or default == argparse.SUPPRESS)
+        if "default" not in text and shown and action.option_strings and action.nargs != 0:
+            text += f" (default: {action.default})"
+        return text
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """argparse with every usage error on one line (exit 2) and defaults in ``--help``."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
+        help an unrecognized argument should point to (argparse reports those at the top)."""
+        namespace, extras = super().parse_known_args(args, namespace)
+        if getattr(namespace, "command_parser", None) is None:
+            namespace.command_parser = self
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            namespace.command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace
+
+
+DESCRIPTION = """\
+Batch schedulers for Batsim (FCFS, EASY, conservative and probabilistic backfilling, runtime
+predictors, job classifiers), run in an embedded Batsim-faithful simulator or served to a real Batsim."""
+
+FIRST_STEPS = """\
+first steps (from the repository):
+  batsched-ml simulate -p platforms/cluster-100.xml -w workloads/KTH-SP2-1k.json -e out/kth1k
+  batsched-ml metrics out/kth1k_jobs.csv
+each command's options: batsched-ml COMMAND --help"""
+
+
+class _TopHelpFormatter(argparse.RawDescriptionHelpFormatter, DefaultsHelpFormatter):
+    """The top-level help keeps the line breaks of its description and first steps."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineErrorParser(prog="batsched-ml", description=DESCRIPTION, epilog=FIRST_STEPS,
+                                formatter_class=_TopHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"batsched-ml {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
+
+    p = sub.add_parser("convert", help="convert an SWF trace into a Batsim workload and platform")
+    p.add_argument("trace", help="SWF file (plain or .gz)")
+    p.add_argument("-w", "--workload", required=True, help="output Batsim JSON workload (.json or .json.gz)")
+    p.add_argument("-p", "--platform", default=None, help="output SimGrid platform XML")
+    p.add_argument("--max-jobs", type=arg(check.positive_int, "--max-jobs", integer=True), default=None,
+                   help="keep only the first N usable jobs (default: all)")
+    p.add_argument("--nodes", type=arg(check.machine_size, "--nodes", integer=True), default=None,
+                   help="machine size (default: the header's MaxProcs)")
+    p.add_argument("--missing-walltime", choices=("runtime", "max", "drop"), default="runtime",
+                   help="walltime of a job without a requested time: its run time (default, as the golden "
+                   "files; backfilling then knows its run time exactly), the trace's largest requested "
+                   "time, or drop the job")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="write the workload even when no job of the trace is usable (default: an error, exit 2)")
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
+    p.add_argument("-p", "--platform", required=True, help="SimGrid platform XML")
+    p.add_argument("-w", "--workload", required=True, action="append", help="Batsim workload (repeatable)")
+    p.add_argument("-e", "--export", default="out/out", help="output prefix (default out/out)")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
+                   "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (by default: a bar on a terminal, else a status line on stderr every 30 s "
+                   "once a run lasts 5 s)")
+    p.add_argument("--connect", default=None, metavar="ENDPOINT",
+                   help="drive an external scheduler over ZeroMQ (REQ) like Batsim does, e.g. tcp://127.0.0.1:28000")
+    p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
+                   help="with --connect: give up when the scheduler does not answer in time")
+    p.add_argument("--enable-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=True, default=None,
+                   help="Batsim's flag: the scheduler may register jobs (REGISTER_JOB) and must then send "
+                        "NOTIFY registration_finished. Default: off with --connect, as in Batsim; in-process, "
+                        "on only when the scheduler requeues jobs")
+    p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
+                   help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
+    _scheduler_arguments(p)
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("serve", help="serve scheduling decisions to a real Batsim over ZeroMQ (REP)")
+    p.add_argument("-s", "--socket", default="tcp://127.0.0.1:28000", help="endpoint to bind")
+    p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
+                   help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
+    p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
+    _scheduler_arguments(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("metrics", help="metrics of a Batsim jobs CSV (ours or real Batsim's), with 95%% "
+                       "job-bootstrap intervals of AVEbsld and the cumulative bsld and the worst 1%% share")
+    p.add_argument("jobs_csv", help="a Batsim jobs file (PREFIX_jobs.csv), written by simulate or by Batsim")
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    p.add_argument("--tau", type=arg(check.tau, "--tau"), action="append", default=None,
+                   help="bounded-slowdown threshold in seconds (repeatable; default 10 and 60)")
+    p.add_argument("--nb-cores", type=arg(check.positive_int, "--nb-cores", integer=True), default=None,
+                   help="machine size, for utilisation (default: the largest core id used + 1)")
+    p.set_defaults(func=cmd_metrics)
+
+    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
+    p.add_argument("jobs_csv", nargs="+", help="one or more PREFIX_jobs.csv files, one curve each")
+    p.add_argument("-o", "--output", required=True, help="image file (format from the suffix: .png, .pdf, .svg)")
+    p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
+                   help="cumbsld: cumulative bounded slowdown over time (Zrigui et al. Fig. 6, default); "
+                   "wait-ecdf: distribution of waiting times")
+    p.add_argument("--tau", type=arg(check.tau, "--tau"), default=60.0,
+                   help="bounded-slowdown threshold for cumbsld, in seconds (> 0)")
+    p.add_argument("--label", action="append", default=None,
+                   help="curve label, once per CSV (default: the run's scheduler/policy/predictor from "
+                   "PREFIX_run.json, else the prefix)")
+    p.add_argument("--title", default=None, help="figure title (default: none)")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("check", help="check a run's jobs CSV (ours or real Batsim's): every job ends once, "
+                       "no core overlap, no start before submission, no job left waiting on an idle machine; "
+                       "exit 1 if anything is wrong")
+    p.add_argument("jobs_csv", help="the run's PREFIX_jobs.csv (plain or gzip)")
+    p.add_argument("-w", "--workload", action="append", default=[],
+                   help="the run's workload file(s), in order: every job must then appear, and delay "
+                   "profiles check execution times (repeatable)")
+    p.add_argument("-p", "--platform", default=None, help="the run's platform: allocations must fit it")
+    p.add_argument("--nb-cores", type=int, default=None, help="machine size, instead of --platform")
+    p.add_argument("--idle-slack", type=float, default=1.0, metavar="SECONDS",
+                   help="how long a job may wait on a fully idle machine (message latencies; default 1)")
+    p.add_argument("--fcfs-head", action="store_true",
+                   help="also require the first job in submission order to start once it fits (needs the "
+                   "machine size; for fcfs/easy runs with --policy fcfs)")
+    p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
+    p.set_defaults(func=cmd_plugins)
+
+    from ..campaign.cli import add_campaign_commands
+
+    add_campaign_commands(sub)
+    from ..learning.cli import add_learning_commands
+
+    add_learning_commands(sub)
+    from ..rl.cli import add_rl_commands
+
+    add_rl_commands(sub)
+    return parser
