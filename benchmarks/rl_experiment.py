@@ -19,7 +19,7 @@ trained network -- as the queue order of strict FCFS and of EASY, exact instants
 
 ``report``: the table: mean AVEbsld over the sequences with a 95 % bootstrap CI
 (``scipy.stats.bootstrap``, percentile, 10,000 resamples, seeded); for the networks, per sequence the
-mean over the training seeds, and the spread of the per-seed means; RLScheduler's published
+mean over the training seeds, each seed's mean and a 95 % Student-t interval across the seeds' means; RLScheduler's published
 numbers beside ours; each policy's training cost.
 """
 
@@ -143,11 +143,21 @@ def _ci(values) -> tuple[float, float]:
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def _seed_ci(means) -> tuple[float, float]:
+    """95 % Student-t interval of the mean of the training seeds' means (each over the same sequences):
+    the spread a new training seed would bring, which the per-sequence interval does not show."""
+    from scipy.stats import t
+
+    means = np.asarray(means, dtype=float)
+    half = t.ppf(0.975, len(means) - 1) * means.std(ddof=1) / np.sqrt(len(means))
+    return float(means.mean() - half), float(means.mean() + half)
+
+
 def cmd_report(args) -> int:
     rows = list(csv.DictReader(open(args.results / "sequences.csv", newline="")))
-    print("| trace | backfilling | order | mean AVEbsld | 95% CI | / FCFS | seeds: per-seed means | "
-          "RLScheduler (published) |")
-    print("|---|---|---|---:|---|---:|---|---:|")
+    print("| trace | backfilling | order | mean AVEbsld | 95% CI (sequences) | / FCFS | seeds: per-seed means | "
+          "95% CI across seeds | RLScheduler (published) |")
+    print("|---|---|---|---:|---|---:|---|---|---:|")
     for trace in args.traces:
         for backfill in args.backfill:
             sub = [r for r in rows if r["trace"] == trace and r["backfill"] == backfill]
@@ -163,11 +173,14 @@ def cmd_report(args) -> int:
                 starts = sorted(set.intersection(*(set(s) for s in seeds)))
                 per_sequence = [np.mean([s[start] for s in seeds]) for start in starts]
                 lo, hi = _ci(per_sequence)
-                spread = ", ".join(f"{np.mean([s[start] for start in starts]):.1f}" for s in seeds) if len(seeds) > 1 else ""
+                seed_means = [float(np.mean([s[start] for start in starts])) for s in seeds]
+                spread = ", ".join(f"{m:.1f}" for m in seed_means) if len(seeds) > 1 else ""
+                across = _seed_ci(seed_means) if len(seeds) > 1 else None
+                across = "" if across is None else f"{across[0]:,.1f} - {across[1]:,.1f}"
                 key = "rl" if base.startswith("RL (") and trace in base else "fcfs" if base == "FCFS" else None
                 published = PUBLISHED.get((trace, backfill, key))
                 print(f"| {trace} | {'EASY' if backfill == 'easy' else 'none'} | {base} | {np.mean(per_sequence):,.1f} | "
-                      f"{lo:,.1f} - {hi:,.1f} | {np.mean(per_sequence) / fcfs:.3f} | {spread} | "
+                      f"{lo:,.1f} - {hi:,.1f} | {np.mean(per_sequence) / fcfs:.3f} | {spread} | {across} | "
                       f"{'' if published is None else f'{published:,.0f}'} |")
     print()
     print("| policy | trained on | backfilling | generations | simulated jobs | CPU s | wall s | final fitness |")

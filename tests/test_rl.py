@@ -161,6 +161,7 @@ def lockstep(lean, full, seed, options=None):
         assert all((oa[key] == ob[key]).all() for key in ("jobs", "machine"))
         if "episode" in ia:
             ea, eb = dict(ia["episode"], jobs_csv=None), dict(ib["episode"], jobs_csv=None)
+            assert (ea.pop("simulator"), eb.pop("simulator")) == ("lean", "full")
             assert ea == eb
             return steps
         assert (ia["time"], ia["queued"]) == (ib["time"], ib["queued"])

@@ -231,7 +231,7 @@ class SchedulingEnv(gym.Env):
         summary = {"start": self._start, "jobs": episode.n, "ran": episode.nb_started, "steps": self._steps,
                    "decisions": episode.decisions, "invalid_actions": episode.invalid_actions,
                    "avebsld": episode.avebsld(self.reward_fn.tau), "tau": self.reward_fn.tau,
-                   "makespan": episode.end_time, "jobs_csv": None}
+                   "makespan": episode.end_time, "jobs_csv": None, "simulator": "lean"}
         return obs, reward, True, False, {"action_mask": self._mask, "episode": summary}
 
     def summary(self, core, result) -> dict:
@@ -240,7 +240,7 @@ class SchedulingEnv(gym.Env):
         return {"start": self._start, "jobs": len(core.jobs), "ran": ran, "steps": self._steps,
                 "decisions": self._queue.decisions, "invalid_actions": self._queue.invalid_actions,
                 "avebsld": avebsld(core.jobs.values(), self.reward_fn.tau), "tau": self.reward_fn.tau,
-                "makespan": result.end_time, "jobs_csv": result.jobs_csv}
+                "makespan": result.end_time, "jobs_csv": result.jobs_csv, "simulator": "full"}
 
     def _stop(self) -> None:
         """Abandon an episode still running (its greenlet ends; partial outputs are closed)."""

@@ -237,7 +237,7 @@ class LeanEpisode:
 
     def _reserve_and_backfill(self, head: int) -> None:
         """EASY: ``head`` does not fit now; it is given its earliest start and the other queued jobs
-        that fit without delaying it start now, in arrival order (one compiled call)."""
+        that fit without delaying it start now, in FCFS order (one compiled call)."""
         count, self.nb_planned, self.free = self._backfill(
             self.min_res, self.min_span, self.arrived, self.leaves, self.rank, self.order, self.planned_end,
             self.planned_res, self.planned_job, self.nb_planned, self.free, head, self.res_array, self.estimate,
