@@ -28,8 +28,10 @@ time, so these two numbers decide a job; EASY's profile computes the same thing 
 **Costs.** The queued jobs are leaves of min-trees over the episode's jobs: in FCFS order (cores,
 walltime), so that the first job that fits is found by descending only into subtrees that may hold
 one, and in arrival order (queued or not), so that the window (the oldest queued jobs) is found by
-visiting only subtrees that hold queued jobs: O(log n) per job found, whatever the queue's length; running jobs are a heap of ends and, for EASY,
-a sorted list of planned ends read until the head fits. Compiled by numba (cached on disk).
+visiting only subtrees that hold queued jobs: O(log n) per job found, whatever the queue's length.
+Running jobs are a heap of ends and, for EASY, a sorted array of planned ends read until the head
+fits (at most one entry per running job). The kernels (``lean_kernels``) are compiled by numba,
+cached on disk.
 """
 
 from __future__ import annotations
