@@ -18,13 +18,13 @@ oldest job is started instead and ``info["invalid_action"]`` says so), ``reward`
 
 **Two cores, one schedule.** By default an episode runs in the lean core (``lean``): the same
 schedule as the full path below, start for start and decision for decision (the tests compare both
-on random agents), in arrays, at a tenth of the cost -- the environment's speed target (20,000 steps
-a second) is below what Batsim's actor model and the general schedulers cost a step. The full path
+on random agents), in arrays, 4-7 times faster -- the environment's speed target (20,000 steps a
+second) is beyond what Batsim's actor model and the general schedulers cost a step. The full path
 runs when an episode must write Batsim's outputs (``output_prefix``), sees a predictor, has jobs
 other than delay jobs, or when asked (``simulator="full"``).
 
-**Inversion of control in the full path: why a greenlet.** The simulator calls the decision core, which calls
-the scheduler, which asks "which job next?" three calls deep, possibly several times in one
+**Inversion of control in the full path: why a greenlet.** The simulator calls the decision core,
+which calls the scheduler, which asks "which job next?" three calls deep, possibly several times in one
 pass; Gymnasium's ``step()`` is called by the agent. The simulation runs in a greenlet (a
 coroutine with its own stack): the chooser switches to the agent with the observation and is
 resumed by ``step`` with the action. The alternatives were worse: making the simulator's loop a
@@ -173,7 +173,10 @@ class SchedulingEnv(gym.Env):
         if (self.simulator == "lean" and self.output_prefix is None and self.predictor is None
                 and lean_core.supports(workload)):
             self._lean = lean_core.LeanEpisode(workload, self.nb_cores, self.window, self.backfill)
-            return ("decision",) if self._lean.begin() else ("end",)
+            if self._lean.begin():
+                return ("decision",)
+            self._lean = None  # over without a decision: reset draws another sequence
+            return ("end",)
         estimator = _estimator(self.predictor) if self.predictor else None
         scheduler = agent_scheduler(self._choose, self.backfill, self.window, estimator)
         self._queue = scheduler.queue
