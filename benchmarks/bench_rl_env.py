@@ -2,7 +2,7 @@
 CPU-second for a random agent on 1,024-job sequences, and how much of a step is the environment's own.
 
     python benchmarks/bench_rl_env.py [SDSC-SP2 lublin_256 | TRACE.swf.gz ...] [--episodes 5]
-        [--backfill none easy] [--window 128] [--profile] [--scaling]
+        [--backfill none easy] [--window 128] [--profile] [--scaling | --lockstep]
 
 Traces by short name (``SDSC-SP2``, ``KTH``...) in ``--traces-dir`` (default
 ``$BATSCHED_ML_SHARED/traces`` or ``../shared/traces``), ``lublin_256`` (RLScheduler's file, same
@@ -12,7 +12,8 @@ generator, counted in the figures). CPU time is the figure to read on a shared m
 the same episodes with the same random choices in the environment's lean core (the default) and in
 the full path (``simulator="full"``: the embedded simulator, the decision core and the real
 schedulers); both must take the same steps. ``--scaling``: the CPU cost of one step against the
-number of queued jobs (``scaling_workload``).
+number of queued jobs (``scaling_workload``). ``--lockstep``: both cores driven step by step by one
+random agent, every observation, mask, reward and summary compared.
 """
 
 from __future__ import annotations
@@ -47,6 +48,32 @@ def run_random(env, episodes: int, seed: int):
         else:
             queue_lengths.append(info["queued"])
     return steps, time.process_time() - t0, queue_lengths, starts
+
+
+def lockstep(path: str, backfill: str, episodes: int, window: int) -> int:
+    """Run a random agent in the lean and the full core at once on ``episodes`` sequences: every
+    observation, mask, reward and episode summary must be equal (an AssertionError says where not).
+    Returns the steps taken."""
+    from batsched_ml.rl.env import SchedulingEnv
+
+    lean, full = (SchedulingEnv(path, window=window, backfill=backfill, simulator=simulator)
+                  for simulator in ("lean", "full"))
+    steps = 0
+    for episode in range(episodes):
+        rng = np.random.default_rng(episode)
+        (obs_a, info_a), (obs_b, info_b) = lean.reset(seed=episode), full.reset(seed=episode)
+        while True:
+            assert (info_a["action_mask"] == info_b["action_mask"]).all(), (episode, steps)
+            assert all((obs_a[k] == obs_b[k]).all() for k in obs_a), (episode, steps)
+            if "episode" in info_a:
+                summaries = [dict(i["episode"], jobs_csv=None, simulator=None) for i in (info_a, info_b)]
+                assert summaries[0] == summaries[1], summaries
+                break
+            action = int(rng.integers(np.count_nonzero(info_a["action_mask"])))
+            (obs_a, r_a, _, _, info_a), (obs_b, r_b, _, _, info_b) = lean.step(action), full.step(action)
+            assert r_a == r_b, (episode, steps, r_a, r_b)
+            steps += 1
+    return steps
 
 
 def scaling_workload(queued: int, nb_cores: int = 1024, seed: int = 0) -> dict:
@@ -93,6 +120,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="cProfile summary of the first configuration")
     parser.add_argument("--scaling", action="store_true", help="only the cost of a step against the queue length")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="only check that the lean and full cores take the same steps (--episodes sequences)")
     args = parser.parse_args()
     from batsched_ml.rl.env import SchedulingEnv
 
@@ -104,16 +133,23 @@ def main() -> int:
             print(f"| {n:,} | " + " | ".join(f"{c[i][1]:.1f}" for c in columns) + " |")
         return 0
 
+    try:
+        paths = [trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name, args.traces_dir)
+                 for name in args.traces]
+    except MissingData as exc:
+        print(f"bench_rl_env: error: {exc}", file=sys.stderr)
+        return 2
+    if args.lockstep:
+        for path in paths:
+            for backfill in args.backfill:
+                steps = lockstep(str(path), backfill, args.episodes, args.window)
+                print(f"{path.name} {backfill}: {args.episodes} sequences, {steps} steps, the same in both cores")
+        return 0
+
     print("| trace | backfill | episodes | steps | steps/job | lean CPU s | lean steps per CPU-s | full CPU s | "
           "full steps per CPU-s | speed-up | median / max queue |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for name in args.traces:
-        try:
-            path = trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name,
-                              args.traces_dir)
-        except MissingData as exc:
-            print(f"bench_rl_env: error: {exc}", file=sys.stderr)
-            return 2
+    for path in paths:
         for backfill in args.backfill:
             measured = {}
             for simulator in ("lean", "full"):
