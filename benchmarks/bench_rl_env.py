@@ -2,16 +2,18 @@
 CPU-second for a random agent on 1,024-job sequences, and how much of a step is the environment's own.
 
     python benchmarks/bench_rl_env.py [SDSC-SP2 lublin_256 | TRACE.swf.gz ...] [--episodes 5]
-        [--backfill none easy] [--window 128] [--profile]
+        [--backfill none easy] [--window 128] [--profile] [--scaling | --lockstep]
 
 Traces by short name (``SDSC-SP2``, ``KTH``...) in ``--traces-dir`` (default
 ``$BATSCHED_ML_SHARED/traces`` or ``../shared/traces``), ``lublin_256`` (RLScheduler's file, same
 directory), or paths.
 The random agent picks uniformly among the slots holding a job (a few microseconds: numpy's
-generator). CPU time is the figure to read on a shared machine. Also printed: steps per job, and the
-same episodes with the same random choices *without* the environment (the simulator, the decision
-core and the scheduler asking an in-process chooser): the difference is the environment's own cost
-per step (observation, greenlet switches, step bookkeeping).
+generator, counted in the figures). CPU time is the figure to read on a shared machine. Each row runs
+the same episodes with the same random choices in the environment's lean core (the default) and in
+the full path (``simulator="full"``: the embedded simulator, the decision core and the real
+schedulers); both must take the same steps. ``--scaling``: the CPU cost of one step against the
+number of queued jobs (``scaling_workload``). ``--lockstep``: both cores driven step by step by one
+random agent, every observation, mask, reward and summary compared.
 """
 
 from __future__ import annotations
@@ -48,51 +50,63 @@ def run_random(env, episodes: int, seed: int):
     return steps, time.process_time() - t0, queue_lengths, starts
 
 
-def without_environment(env, starts, seed: int) -> float:
-    """CPU s of the same episodes, same random choices, without the environment: the simulator, the
-    decision core and the scheduler asking an in-process chooser (no observation, no greenlet)."""
-    from batsched_ml.rl.agent import agent_scheduler
-    from batsched_ml.runner import simulate
-    from batsched_ml.simulator.engine import NO_LATENCY
+def lockstep(path: str, backfill: str, episodes: int, window: int) -> int:
+    """Run a random agent in the lean and the full core at once on ``episodes`` sequences: every
+    observation, mask, reward and episode summary must be equal (an AssertionError says where not).
+    Returns the steps taken."""
+    from batsched_ml.rl.env import SchedulingEnv
 
+    lean, full = (SchedulingEnv(path, window=window, backfill=backfill, simulator=simulator)
+                  for simulator in ("lean", "full"))
+    steps = 0
+    for episode in range(episodes):
+        rng = np.random.default_rng(episode)
+        (obs_a, info_a), (obs_b, info_b) = lean.reset(seed=episode), full.reset(seed=episode)
+        while True:
+            assert (info_a["action_mask"] == info_b["action_mask"]).all(), (episode, steps)
+            assert all((obs_a[k] == obs_b[k]).all() for k in obs_a), (episode, steps)
+            if "episode" in info_a:
+                summaries = [dict(i["episode"], jobs_csv=None, simulator=None) for i in (info_a, info_b)]
+                assert summaries[0] == summaries[1], summaries
+                break
+            action = int(rng.integers(np.count_nonzero(info_a["action_mask"])))
+            (obs_a, r_a, _, _, info_a), (obs_b, r_b, _, _, info_b) = lean.step(action), full.step(action)
+            assert r_a == r_b, (episode, steps, r_a, r_b)
+            steps += 1
+    return steps
+
+
+def scaling_workload(queued: int, nb_cores: int = 1024, seed: int = 0) -> dict:
+    """A machine taken by one job for 10^7 s, then ``queued`` jobs of 2-``nb_cores`` cores arriving
+    one a second (walltimes 1 min-1 day): every arrival is a decision with one more job waiting."""
     rng = np.random.default_rng(seed)
-    workloads = [env.sequences.workload(start) for start in starts]
-    t0 = time.process_time()
-    for workload in workloads:
-        scheduler = agent_scheduler(lambda queue, now: int(rng.integers(len(queue.slots))), env.backfill, env.window)
-        simulate(env.nb_cores, workload, scheduler, latency=NO_LATENCY)
-    return time.process_time() - t0
+    walltimes = np.exp(rng.uniform(np.log(60.0), np.log(86_400.0), queued)).round()
+    jobs = [{"id": "0", "subtime": 0.0, "walltime": 1e7, "res": nb_cores - 1, "profile": "big"}]
+    jobs += [{"id": str(i + 1), "subtime": float(i + 1), "walltime": float(w), "res": int(r), "profile": "small"}
+             for i, (w, r) in enumerate(zip(walltimes, rng.integers(2, nb_cores + 1, queued)))]
+    return {"nb_res": nb_cores, "jobs": jobs, "profiles": {"big": {"type": "delay", "delay": 1e7},
+                                                          "small": {"type": "delay", "delay": 30.0}}}
 
 
-def decision_cost(queue_lengths=(10, 128, 1_000, 10_000, 100_000), window=128, repeats=2000):
-    """Microseconds (wall, best of 7) of one decision's own work -- the agent queue's choice with the
-    observation built -- with N jobs queued: flat in N (O(window))."""
-    from types import SimpleNamespace
-
-    from batsched_ml.core.job import Job
-    from batsched_ml.core.machine import Machine
-    from batsched_ml.rl import observation
-    from batsched_ml.rl.agent import AgentQueue
+def step_cost(queue_lengths=(128, 1_000, 10_000, 100_000), backfill="easy", window=128, measured=256):
+    """Microseconds (CPU) of one environment step -- the agent's choice applied, the pass, the next
+    observation -- with N jobs queued (``scaling_workload``), mean over the ``measured`` steps before
+    the queue reaches N."""
+    from batsched_ml.rl.env import SchedulingEnv
 
     rows = []
     for n in queue_lengths:
-        queue = AgentQueue(lambda q, now: (observation.build(q, now), 0)[1], window)
-        queue.on_simulation_begins(1024)
-        rng = np.random.default_rng(0)
-        for seq in range(1, n + 1):
-            res = int(rng.integers(1, 1025))
-            queue.add(Job(id=f"w0!{seq}", workload="w0", name=str(seq), subtime=float(seq), walltime=3600.0,
-                          res=res, profile="p", data={}, submission_time=float(seq), seq=seq, estimate=3600.0),
-                      float(seq))
-        ctx = SimpleNamespace(now=float(n + 10), machine=Machine(1024))
-        best = float("inf")
-        for _ in range(7):
-            t0 = time.perf_counter()
-            for _ in range(repeats):
-                queue.begin_pass(ctx)
-                queue.first(ctx.now)
-            best = min(best, (time.perf_counter() - t0) / repeats * 1e6)
-        rows.append((n, best))
+        env = SchedulingEnv(scaling_workload(n), sequence_length=n + 1, window=window, backfill=backfill)
+        obs, info = env.reset(options={"start": 0})
+        cpu = 0.0
+        while info["queued"] < n:
+            timed = info["queued"] >= n - measured
+            t0 = time.process_time() if timed else 0.0
+            obs, _, _, _, info = env.step(0)
+            if timed:
+                cpu += time.process_time() - t0
+        env.close()
+        rows.append((n, cpu / measured * 1e6))
     return rows
 
 
@@ -105,43 +119,59 @@ def main() -> int:
     parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", action="store_true", help="cProfile summary of the first configuration")
-    parser.add_argument("--scaling", action="store_true", help="only the cost of a decision against the queue length")
+    parser.add_argument("--scaling", action="store_true", help="only the cost of a step against the queue length")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="only check that the lean and full cores take the same steps (--episodes sequences)")
     args = parser.parse_args()
     from batsched_ml.rl.env import SchedulingEnv
 
     if args.scaling:
-        print("| queued jobs | one decision (choice + observation), us |")
-        print("|---:|---:|")
-        for n, us in decision_cost(window=args.window):
-            print(f"| {n:,} | {us:.1f} |")
+        print("| queued jobs | " + " | ".join(f"one step, {b}, CPU us" for b in args.backfill) + " |")
+        print("|---:|" + "---:|" * len(args.backfill))
+        columns = [step_cost(backfill=b, window=args.window) for b in args.backfill]
+        for i, (n, _) in enumerate(columns[0]):
+            print(f"| {n:,} | " + " | ".join(f"{c[i][1]:.1f}" for c in columns) + " |")
         return 0
 
-    print("| trace | backfill | episodes | steps | steps/job | CPU s | steps per CPU-s | same choices without the "
-          "environment, CPU s | environment's own cost per step (us) | median / max queue |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
-    for name in args.traces:
-        try:
-            path = trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name,
-                              args.traces_dir)
-        except MissingData as exc:
-            print(f"bench_rl_env: error: {exc}", file=sys.stderr)
-            return 2
-        for backfill in args.backfill:
-            env = SchedulingEnv(str(path), window=args.window, backfill=backfill)
-            if args.profile:
-                import cProfile
-                import pstats
+    try:
+        paths = [trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name, args.traces_dir)
+                 for name in args.traces]
+    except MissingData as exc:
+        print(f"bench_rl_env: error: {exc}", file=sys.stderr)
+        return 2
+    if args.lockstep:
+        for path in paths:
+            for backfill in args.backfill:
+                steps = lockstep(str(path), backfill, args.episodes, args.window)
+                print(f"{path.name} {backfill}: {args.episodes} sequences, {steps} steps, the same in both cores")
+        return 0
 
-                cProfile.runctx("run_random(env, 1, args.seed)", globals(), locals(), "/tmp/bench_rl_env.prof")
-                pstats.Stats("/tmp/bench_rl_env.prof").sort_stats("tottime").print_stats(25)
-                args.profile = False
-            run_random(env, 1, args.seed + 1000)  # warm-up: caches, imports
-            steps, cpu, queues, starts = run_random(env, args.episodes, args.seed)
-            bare = without_environment(env, starts, args.seed)
+    print("| trace | backfill | episodes | steps | steps/job | lean CPU s | lean steps per CPU-s | full CPU s | "
+          "full steps per CPU-s | speed-up | median / max queue |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for path in paths:
+        for backfill in args.backfill:
+            measured = {}
+            for simulator in ("lean", "full"):
+                env = SchedulingEnv(str(path), window=args.window, backfill=backfill, simulator=simulator)
+                if args.profile:
+                    import cProfile
+                    import pstats
+
+                    cProfile.runctx("run_random(env, 1, args.seed)", globals(), locals(), "/tmp/bench_rl_env.prof")
+                    pstats.Stats("/tmp/bench_rl_env.prof").sort_stats("tottime").print_stats(25)
+                run_random(env, 1, args.seed + 1000)  # warm-up: caches, imports, compilation
+                measured[simulator] = run_random(env, args.episodes, args.seed)
+            args.profile = False
+            (steps, cpu, queues, starts), (full_steps, full_cpu, _, full_starts) = measured["lean"], measured["full"]
+            if (steps, starts) != (full_steps, full_starts):
+                print(f"bench_rl_env: error: the lean and full cores diverged ({steps} vs {full_steps} steps)",
+                      file=sys.stderr)
+                return 1
             jobs = args.episodes * env.sequences.length
-            overhead = (cpu - bare) / steps * 1e6
             print(f"| {path.name} | {backfill} | {args.episodes} | {steps} | {steps / jobs:.2f} | {cpu:.2f} | "
-                  f"{steps / cpu:,.0f} | {bare:.2f} | {overhead:.0f} | {int(np.median(queues))} / {max(queues)} |")
+                  f"{steps / cpu:,.0f} | {full_cpu:.2f} | {steps / full_cpu:,.0f} | {full_cpu / cpu:.1f} | "
+                  f"{int(np.median(queues))} / {max(queues)} |")
     return 0
 
 

@@ -1,6 +1,6 @@
 """RLScheduler's headline comparison (Zhang et al., SC'20, Table V) with our environment and trainer.
 
-    python benchmarks/rl_experiment.py train     [--seeds 0 1 2] [--generations 40] ...
+    python benchmarks/rl_experiment.py train     [--seeds 0 1 2 3 4] [--generations 40] ...
     python benchmarks/rl_experiment.py evaluate  [--sequences 10]
     python benchmarks/rl_experiment.py report    > table.md
     python benchmarks/rl_experiment.py whole --whole results/rl-whole   # after experiments/rl.toml
@@ -14,13 +14,14 @@ budget below); resumable (checkpoints), each policy written to ``--policies DIR`
 ``evaluate``: ``--sequences`` held-back sequences of 1,024 jobs starting in the last 20 % of
 each trace (drawn with seed 2020), each run by every order -- FCFS, SJF (``spf``), WFP3, UNICEF,
 F1, our learned function (``learned:experiments/policies/lublin256-t32-p16k.json#1``) and every
-trained network -- as the queue order of strict FCFS and of EASY, exact instants; AVEbsld
-(tau = 10 s) per sequence into ``RESULTS/sequences.csv`` (resumable: rows already there are kept).
+trained network (and the PPO networks ``ppo-<trace>-<backfill>-s<seed>.json`` present) -- as the
+queue order of strict FCFS and of EASY, exact instants; AVEbsld (tau = 10 s) per sequence into
+``RESULTS/sequences.csv`` (resumable: rows already there are kept).
 
 ``report``: the table: mean AVEbsld over the sequences with a 95 % bootstrap CI
 (``scipy.stats.bootstrap``, percentile, 10,000 resamples, seeded); for the networks, per sequence the
-mean over the training seeds, and the spread of the per-seed means; RLScheduler's published
-numbers beside ours; each policy's training cost.
+mean over the training seeds, each seed's mean and a 95 % Student-t interval across the seeds'
+means; RLScheduler's published numbers beside ours; each policy's training cost.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def trace_file(name: str, traces_dir: Path) -> Path:
     return trace_path(TRACES[name], traces_dir)
 
 
-def policy_file(policies: Path, trace: str, backfill: str, seed: int) -> Path:
-    return policies / f"rl-{trace.lower().replace('_', '-')}-{backfill}-s{seed}.json"
+def policy_file(policies: Path, trace: str, backfill: str, seed: int, algorithm: str = "rl") -> Path:
+    """``rl-...``: trained here by CMA-ES; ``ppo-...``: by ``train-policy --algorithm ppo`` (evaluated if present)."""
+    return policies / f"{algorithm}-{trace.lower().replace('_', '-')}-{backfill}-s{seed}.json"
 
 
 def cmd_train(args) -> int:
@@ -86,18 +88,23 @@ def cmd_train(args) -> int:
 def _orders(args, trace: str, backfill: str) -> dict:
     """label -> policy spec of the orders evaluated on ``trace`` under ``backfill``."""
     orders = {LABELS.get(b, b): b for b in BASELINES}
-    for trained_on in args.traces:
-        for seed in args.seeds:
-            path = policy_file(args.policies, trained_on, backfill, seed)
-            if path.exists() and _finished(path):
-                orders[f"RL ({trained_on}) s{seed}"] = f"rl:{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}"
+    for algorithm, label in (("rl", "RL"), ("ppo", "PPO")):
+        for trained_on in args.traces:
+            for seed in args.seeds:
+                path = policy_file(args.policies, trained_on, backfill, seed, algorithm)
+                if path.exists() and _finished(path):
+                    spec = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                    orders[f"{label} ({trained_on}) s{seed}"] = f"rl:{spec}"
     return orders
 
 
 def _finished(path: Path) -> bool:
     """A policy file whose training reached its generations (a run in progress writes one each generation)."""
     meta = json.loads(path.read_text()).get("metadata", {})
-    return meta.get("generations", 0) >= meta.get("config", {}).get("generations", 1)
+    config = meta.get("config", {})
+    if meta.get("algorithm") == "maskable-ppo":
+        return meta.get("timesteps", 0) >= config.get("timesteps", 1)
+    return meta.get("generations", 0) >= config.get("generations", 1)
 
 
 def cmd_evaluate(args) -> int:
@@ -143,11 +150,22 @@ def _ci(values) -> tuple[float, float]:
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def _seed_ci(means) -> tuple[float, float]:
+    """95 % Student-t interval of the mean of the training seeds' means (each over the same sequences):
+    the spread a new training seed would bring, which the per-sequence interval does not show. With a
+    few seeds it is wide; its lower end is clipped at 1, the least AVEbsld there is."""
+    from scipy.stats import t
+
+    means = np.asarray(means, dtype=float)
+    half = t.ppf(0.975, len(means) - 1) * means.std(ddof=1) / np.sqrt(len(means))
+    return max(float(means.mean() - half), 1.0), float(means.mean() + half)
+
+
 def cmd_report(args) -> int:
     rows = list(csv.DictReader(open(args.results / "sequences.csv", newline="")))
-    print("| trace | backfilling | order | mean AVEbsld | 95% CI | / FCFS | seeds: per-seed means | "
-          "RLScheduler (published) |")
-    print("|---|---|---|---:|---|---:|---|---:|")
+    print("| trace | backfilling | order | mean AVEbsld | 95% CI (sequences) | / FCFS | seeds: per-seed means | "
+          "95% CI across seeds | RLScheduler (published) |")
+    print("|---|---|---|---:|---|---:|---|---|---:|")
     for trace in args.traces:
         for backfill in args.backfill:
             sub = [r for r in rows if r["trace"] == trace and r["backfill"] == backfill]
@@ -156,18 +174,21 @@ def cmd_report(args) -> int:
                 by_order.setdefault(r["order"], {})[int(r["start"])] = float(r["avebsld"])
             groups: dict = {}
             for order, values in by_order.items():
-                base = order.rsplit(" s", 1)[0] if order.startswith("RL (") else order
+                base = order.rsplit(" s", 1)[0] if order.startswith(("RL (", "PPO (")) else order
                 groups.setdefault(base, []).append(values)
             fcfs = np.mean(list(by_order["FCFS"].values())) if "FCFS" in by_order else float("nan")
             for base, seeds in groups.items():
                 starts = sorted(set.intersection(*(set(s) for s in seeds)))
                 per_sequence = [np.mean([s[start] for s in seeds]) for start in starts]
                 lo, hi = _ci(per_sequence)
-                spread = ", ".join(f"{np.mean([s[start] for start in starts]):.1f}" for s in seeds) if len(seeds) > 1 else ""
+                seed_means = [float(np.mean([s[start] for start in starts])) for s in seeds]
+                spread = ", ".join(f"{m:.1f}" for m in seed_means) if len(seeds) > 1 else ""
+                across = _seed_ci(seed_means) if len(seeds) > 1 else None
+                across = "" if across is None else f"{across[0]:,.1f} - {across[1]:,.1f}"
                 key = "rl" if base.startswith("RL (") and trace in base else "fcfs" if base == "FCFS" else None
                 published = PUBLISHED.get((trace, backfill, key))
                 print(f"| {trace} | {'EASY' if backfill == 'easy' else 'none'} | {base} | {np.mean(per_sequence):,.1f} | "
-                      f"{lo:,.1f} - {hi:,.1f} | {np.mean(per_sequence) / fcfs:.3f} | {spread} | "
+                      f"{lo:,.1f} - {hi:,.1f} | {np.mean(per_sequence) / fcfs:.3f} | {spread} | {across} | "
                       f"{'' if published is None else f'{published:,.0f}'} |")
     print()
     print("| policy | trained on | backfilling | generations | simulated jobs | CPU s | wall s | final fitness |")
@@ -180,6 +201,17 @@ def cmd_report(args) -> int:
         print(f"| {path.name} | {Path(meta.get('trained_on', '?')).name} | {cfg.get('backfill')} | "
               f"{meta.get('generations')} | {meta.get('simulated_jobs', 0):,} | {meta.get('cpu_time_s')} | "
               f"{meta.get('wall_time_s')} | {meta.get('fitness', {}).get('mean', float('nan')):+.3f} |")
+    ppo = [path for path in sorted(args.policies.glob("ppo-*.json")) if _finished(path)]
+    if ppo:
+        print()
+        print("| policy | trained on | backfilling | environment steps | reward | CPU s | wall s |")
+        print("|---|---|---|---:|---|---:|---:|")
+    for path in ppo:
+        meta = json.loads(path.read_text()).get("metadata", {})
+        cfg = meta.get("config", {})
+        print(f"| {path.name} | {Path(meta.get('trained_on', '?')).name} | {cfg.get('backfill')} | "
+              f"{meta.get('timesteps'):,} | {cfg.get('reward')} | {meta.get('cpu_time_s')} | "
+              f"{meta.get('wall_time_s')} |")
     return 0
 
 
@@ -215,7 +247,7 @@ def main() -> int:
     parser.add_argument("--traces", nargs="+", default=list(TRACES), choices=list(TRACES))
     parser.add_argument("--traces-dir", type=Path, default=SHARED / "traces")
     parser.add_argument("--backfill", nargs="+", default=["none", "easy"], choices=["none", "easy"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--policies", type=Path, default=ROOT / "experiments" / "policies" / "rl")
     parser.add_argument("--checkpoints", type=Path, default=Path("results") / "rl-checkpoints")
     parser.add_argument("--results", type=Path, default=Path("results") / "rl")

@@ -108,8 +108,9 @@ def test_vectorised_environments_run_episodes(mode):
 # ------------------------------------------------------------------ semantics
 
 
-def test_observation_is_normalised_and_describes_the_window():
-    env = make()
+@pytest.mark.parametrize("simulator", ["lean", "full"])
+def test_observation_is_normalised_and_describes_the_window(simulator):
+    env = make(simulator=simulator)
     obs, info = env.reset(seed=2)
     for _ in range(40):
         obs, _, terminated, _, info = env.step(0)
@@ -121,13 +122,74 @@ def test_observation_is_normalised_and_describes_the_window():
         assert (jobs >= 0).all() and (jobs <= 1).all() and (obs["machine"] >= 0).all()
         assert (jobs[:k, 5] == 1).all() and not jobs[k:].any()
         # what the agent sees is what the policy plugin computes (float32 of the same numbers)
-        queue = env._queue  # noqa: SLF001 - the test inspects the queue it drives
-        window = queue.window_jobs()
-        expected = job_features([queue.now - j.submission_time for j in window], [j.estimate for j in window],
-                                [j.res for j in window], 100)
+        window = env.window_jobs()
+        assert len(window) == k
+        expected = job_features([info["time"] - j["submission_time"] for j in window], [j["estimate"] for j in window],
+                                [j["res"] for j in window], 100)
         np.testing.assert_array_equal(env.window_features(), expected)
         np.testing.assert_allclose(jobs[:k, :4], expected, rtol=1e-6, atol=1e-7)
-        assert (jobs[:k, 4] == [j.res <= queue.machine.nb_free for j in window]).all()
+        free = round(float(obs["machine"][0]) * 100)
+        assert (jobs[:k, 4] == [j["res"] <= free for j in window]).all()
+
+
+def edge_workload(seed: int, nb_jobs: int = 400) -> dict:
+    """Jobs that exercise the lean core's rules: fractional and equal submission times, zero run times,
+    run times beyond the walltime (ended at it), no walltime (EASY rejects them), more cores than the
+    machine or none (rejected)."""
+    rng = np.random.default_rng(seed)
+    subtimes = np.sort(np.round(np.cumsum(rng.exponential(40.0, nb_jobs)) * rng.choice([1.0, 1.0, 0.0], nb_jobs), 3))
+    subtimes = np.maximum.accumulate(subtimes)
+    jobs, profiles = [], {}
+    for i, sub in enumerate(subtimes):
+        delay = float(rng.choice([0.0, round(float(rng.exponential(300.0)), 4), 60.0]))
+        walltime = float(rng.choice([-1.0, 60.0, round(delay * float(rng.uniform(0.8, 4.0)), 2), 3600.0],
+                                    p=[0.03, 0.1, 0.77, 0.1]))
+        res = int(rng.choice([0, 120, int(rng.integers(1, 101))], p=[0.01, 0.01, 0.98]))
+        profiles[f"d{delay}"] = {"type": "delay", "delay": delay}
+        jobs.append({"id": str(i), "subtime": float(sub), "walltime": walltime, "res": res, "profile": f"d{delay}"})
+    return {"nb_res": 100, "jobs": jobs, "profiles": profiles}
+
+
+def lockstep(lean, full, seed, options=None):
+    """Run a random agent in both environments at once; every observation, mask, reward and summary must
+    be equal. Returns the number of steps."""
+    rng = np.random.default_rng(seed)
+    (oa, ia), (ob, ib) = lean.reset(seed=seed, options=options), full.reset(seed=seed, options=options)
+    steps = 0
+    while True:
+        assert (ia["action_mask"] == ib["action_mask"]).all()
+        assert all((oa[key] == ob[key]).all() for key in ("jobs", "machine"))
+        if "episode" in ia:
+            ea, eb = dict(ia["episode"], jobs_csv=None), dict(ib["episode"], jobs_csv=None)
+            assert (ea.pop("simulator"), eb.pop("simulator")) == ("lean", "full")
+            assert ea == eb
+            return steps
+        assert (ia["time"], ia["queued"]) == (ib["time"], ib["queued"])
+        np.testing.assert_array_equal(lean.window_features(), full.window_features())
+        action = int(rng.integers(np.count_nonzero(ia["action_mask"]) + (steps % 17 == 0)))  # some invalid
+        (oa, ra, ta, _, ia), (ob, rb, tb, _, ib) = lean.step(action), full.step(action)
+        assert (ra, ta) == (rb, tb)
+        steps += 1
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy"])
+def test_the_lean_core_runs_the_full_paths_episodes(backfill):
+    """The default (lean) core takes the full path's every decision: same observations, masks, rewards
+    and outcome, step for step, with a random agent, on KTH-SP2 sequences and on jobs at the edges of
+    the rules (the full path: the embedded simulator, the decision core and the real fcfs / easy)."""
+    for reward in ("bsld-step", "utilisation"):
+        kwargs = dict(window=32, backfill=backfill, reward=reward, sequence_length=300)
+        lean, full = make(simulator="lean", **kwargs), make(simulator="full", **kwargs)
+        for seed in range(3):
+            assert lockstep(lean, full, seed) > 100
+    for seed in range(3):
+        workload = edge_workload(seed)
+        kwargs = dict(window=16, backfill=backfill, reward="bsld-step", sequence_length=400)
+        lean, full = (SchedulingEnv(workload, simulator="lean", **kwargs),
+                      SchedulingEnv(workload, simulator="full", **kwargs))
+        assert lockstep(lean, full, seed, options={"start": 0}) > 50
+    with pytest.raises(ValueError, match="simulator"):
+        make(simulator="batsim")
 
 
 def test_masked_actions_are_never_executed():

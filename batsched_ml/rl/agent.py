@@ -6,14 +6,14 @@ queue whose head is the agent's choice.
 by a *chooser* that sees the oldest ``window`` queued jobs and picks one. Everything else is
 the deployed code: strict FCFS starts the chosen job if it fits and asks again, else waits for
 the next event; EASY gives the chosen job the reservation and backfills the other queued jobs,
-in arrival order, around it (as RLScheduler backfills). The choice is asked afresh at every
+in FCFS order (submission time, then id), around it (as RLScheduler backfills). The choice is asked afresh at every
 scheduling pass (an event may change the agent's mind), and again after each start; a queue
 of one job needs no choice.
 
 So a greedy agent scoring jobs with a network picks, under ``fcfs``, exactly the job that
 ``--scheduler fcfs --policy rl:FILE`` runs next (the policy scores the whole queue, the agent
 its window: the same while at most ``window`` jobs wait). Under EASY the deployed policy
-backfills in score order, the environment in arrival order.
+backfills in score order, the environment in FCFS order.
 
 Per-job features are kept in numpy arrays indexed by the job's arrival number, written once
 at submission; the window is read from a sorted list of the queued arrival numbers, so an
@@ -185,7 +185,7 @@ class AgentFCFS(_AgentScheduling, StrictFCFS):
 
 
 class AgentEasy(_AgentScheduling, EasyBackfilling):
-    """EASY: the agent's job holds the reservation; the others backfill around it in arrival order."""
+    """EASY: the agent's job holds the reservation; the others backfill around it in FCFS order."""
 
     name = "agent-easy"
 

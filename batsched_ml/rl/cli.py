@@ -86,9 +86,11 @@ def _train(args) -> int:
         network = train_es(config, args.output, checkpoint=args.checkpoint, restart=args.restart,
                            progress=progress, log=None if args.quiet else _log)
     meta = network.metadata
+    samples = (f"{meta['timesteps']:,} environment steps" if "timesteps" in meta
+               else f"{meta.get('simulated_jobs', 0):,} simulated jobs")
     print(f"wrote {args.output}: a {'-'.join(map(str, (4, *network.hidden, 1)))} scoring network "
           f"({network.nb_parameters} weights) trained by {meta.get('algorithm')} on {meta.get('trained_on')} "
-          f"({meta.get('simulated_jobs', 0):,} simulated jobs, {meta.get('wall_time_s')} s); "
+          f"({samples}, {meta.get('wall_time_s')} s); "
           f"use it with --policy rl:{args.output}")
     return 0
 

@@ -24,7 +24,7 @@ from gymnasium import spaces
 
 from ..policies.network import FEATURES, TIME_SCALE
 
-__all__ = ["JOB_COLUMNS", "MACHINE_COLUMNS", "build", "empty", "observation_space"]
+__all__ = ["JOB_COLUMNS", "MACHINE_COLUMNS", "build", "empty", "fill", "mask", "observation_space"]
 
 JOB_COLUMNS = FEATURES + ("fits_now", "present")
 MACHINE_COLUMNS = ("free_cores", "queue_length")
@@ -56,16 +56,27 @@ def build(queue, now: float) -> tuple[dict, np.ndarray]:
     seqs = queue.slots
     jobs = np.zeros((window, len(JOB_COLUMNS)), np.float32)
     machine = np.empty(len(MACHINE_COLUMNS), np.float32)
+    fill(jobs, machine, seqs, queue.submit_times, queue.job_rows, float(now), queue.machine.nb_free,
+         queue.nb_cores, len(queue))
+    return {"jobs": jobs, "machine": machine}, mask(window, len(seqs))
+
+
+def fill(jobs, machine, seqs, submit, rows, now: float, free: int, nb_cores: int, queued: int) -> None:
+    """Write the rows of the jobs ``seqs`` (``submit`` times and static ``rows`` by job number: estimate,
+    cores, log_cores features, requested cores) and the machine vector: the compiled ``_fill``."""
     if not _KERNEL:
         from numba import njit
 
         _KERNEL.append(njit(cache=True, nogil=True)(_fill))
-    _KERNEL[0](jobs, machine, seqs, queue.submit_times, queue.job_rows, float(now), queue.machine.nb_free,
-               queue.nb_cores, len(queue), TIME_SCALE, 1.0 / QUEUE_BITS)
+    _KERNEL[0](jobs, machine, seqs, submit, rows, now, free, nb_cores, queued, TIME_SCALE, 1.0 / QUEUE_BITS)
+
+
+def mask(window: int, jobs: int) -> np.ndarray:
+    """The action mask of a window holding ``jobs`` jobs (a fresh array: the agent may keep it)."""
     masks = _MASKS.get(window)
     if masks is None:
         masks = _MASKS[window] = np.tri(window + 1, window, -1, dtype=bool)
-    return {"jobs": jobs, "machine": machine}, masks[len(seqs)].copy()
+    return masks[jobs].copy()
 
 
 def _fill(jobs, machine, seqs, submit, rows, now, free, nb_cores, queued, time_scale, queue_scale):

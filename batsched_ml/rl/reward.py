@@ -21,14 +21,12 @@ __all__ = ["REWARDS", "Reward"]
 REWARDS = ("bsld", "bsld-step", "wait", "wait-step", "utilisation")
 
 
-def _bsld(job, tau: float) -> float:
-    run = job.runtime or 0.0
-    wait = job.start_time - job.submission_time
+def _bsld(wait: float, run: float, tau: float) -> float:
     return max((wait + run) / max(run, tau), 1.0)
 
 
-def _wait_hours(job, tau: float) -> float:
-    return (job.start_time - job.submission_time) / 3600.0
+def _wait_hours(wait: float, run: float, tau: float) -> float:
+    return wait / 3600.0
 
 
 class Reward:
@@ -52,12 +50,17 @@ class Reward:
         self.started = 0
 
     def jobs_started(self, jobs) -> float:
-        """Account for ``jobs`` (just started); returns this step's reward."""
+        """Account for ``jobs`` (the decision core's, just started); returns this step's reward."""
+        return self.started_now([(job.start_time - job.submission_time, job.runtime or 0.0, job.res)
+                                 for job in jobs])
+
+    def started_now(self, jobs) -> float:
+        """Account for jobs just started, given as ``(wait, run time, cores)``; returns this step's reward."""
         step = 0.0
-        for job in jobs:
-            value = self.per_job(job, self.tau)
-            step += value
-            self.core_seconds += job.res * (job.runtime or 0.0)
+        per_job, tau = self.per_job, self.tau
+        for wait, run, res in jobs:
+            step += per_job(wait, run, tau)
+            self.core_seconds += res * run
         self.total += step
         self.started += len(jobs)
         return -step / self.nb_jobs if self.stepwise else 0.0
