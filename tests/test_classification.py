@@ -407,6 +407,45 @@ def test_timezone_header_offset(tmp_path):
 
 
 @needs_kth
+def test_small_first_probability_head_start_bounds_who_passes_whom():
+    from batsched_ml.core.job import Job
+    from batsched_ml.validation import ValidationError
+
+    def mk(i, sub, small, p):
+        j = Job(id=f"w0!{i}", workload="w0", name=str(i), subtime=sub, walltime=10, res=1, profile="p",
+                data={}, submission_time=sub, seq=i)
+        j.info.update(small=small, p_small=p)
+        return j
+
+    # head start 100 s per unit of P(small): large job 2 (p 0.9, submitted 50 s after job 1) passes
+    # job 1 (p 0.1): 50 - 90 < 0 - 10; job 3 (p 1.0) comes 200 s after job 1 and does not pass it
+    # (200 - 100 > -10), although by P(small) alone it would go first.
+    jobs = [mk(1, 0, False, 0.1), mk(2, 50, False, 0.9), mk(3, 200, False, 1.0), mk(4, 300, True, 0.6),
+            mk(5, 310, True, 0.9)]
+    order = lambda p: [j.seq for j in sorted(jobs, key=lambda j: p.key(j, 400))]  # noqa: E731
+    policy = SmallFirst(FCFS(), by_probability="both", head_start=100)
+    assert order(policy) == [5, 4, 2, 1, 3]
+    assert order(SmallFirst(FCFS(), by_probability="both")) == [5, 4, 3, 2, 1]
+    assert order(SmallFirst(FCFS(), by_probability="small", head_start=100)) == [5, 4, 1, 2, 3]
+    assert not policy.dynamic  # a static key: the queue is not re-sorted at every pass
+    # nobody is passed by a job of its class submitted head_start or more after it
+    for a in jobs:
+        for b in jobs:
+            if a.info["small"] == b.info["small"] and b.submission_time - a.submission_time >= 100:
+                assert policy.key(a, 400) < policy.key(b, 400)
+    with pytest.raises(ValueError, match="probability_head_start needs order_by_probability"):
+        SmallFirst(FCFS(), head_start=100)
+    with pytest.raises(ValidationError, match="probability_head_start must be a number > 0"):
+        SmallFirst(FCFS(), by_probability="both", head_start=0)
+    with pytest.raises(ValueError, match="probability_head_start are the queue order's"):
+        ClassifyingScheduler(EasyBackfilling(policy=SmallFirst(FCFS(), by_probability="both")), AlwaysSmall(),
+                             order_by_probability="both", probability_head_start=100)
+    # the run option reaches the queue order
+    built = build_scheduler("easy", classifier="random-forest", order_by_probability="both",
+                            probability_head_start=3600)
+    assert built.scheduler.policy.head_start == 3600 and built.scheduler.policy.by_probability == "both"
+
+
 def test_first_week_all_large_then_classified():
     s = build_scheduler("easy", classifier="clairvoyant", store_classes=True)
     result, core = simulate(100, str(KTH5K), s)

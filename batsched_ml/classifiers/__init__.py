@@ -30,7 +30,8 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
 * ``timezone=header-offset``: the SWF header's numeric TimeZone instead of its named zone;
 * beyond the paper (defaults off): ``class_starvation_threshold`` (seconds: a job waiting longer
   goes first in its own class), ``order_by_probability`` (``small`` / ``both``: classes ordered
-  by the classifier's P(small)), ``probe_after`` (re-classify small a waiting large job after
+  by the classifier's P(small)), ``probability_head_start`` (seconds ``H``: those classes by
+  ``submission time - H x P(small)`` instead, which bounds how long a job can be passed), ``probe_after`` (re-classify small a waiting large job after
   ``k x divider x (1 - p) / p``), ``requeue_order`` (``original``: a killed false-small job
   queues by its first submission). Measured in ``benchmarks/results/classification.md``.
 """

@@ -44,17 +44,30 @@ class SmallFirst(Policy):
     behind the others, so a false small one delays fewer true small ones) or ``both`` (the
     large class too: a small job the classifier missed by a little goes first among the
     large ones).
+
+    ``head_start`` (seconds, with ``by_probability``): instead of P(small) alone, the classes it
+    orders go by ``submission time - head_start x P(small)``, as if a job had been submitted
+    ``head_start x P(small)`` earlier. Likely-small jobs still pass the others, but a job is only
+    ever passed by jobs submitted less than ``head_start`` after it: the wait a large job can
+    lose is bounded without a starvation threshold, and the key stays static (no re-sort).
     """
 
     BY_PROBABILITY = ("none", "small", "both")
 
-    def __init__(self, base: Policy, starvation_threshold: float | None = None, by_probability: str = "none"):
+    def __init__(self, base: Policy, starvation_threshold: float | None = None, by_probability: str = "none",
+                 head_start: float | None = None):
         if by_probability not in self.BY_PROBABILITY:
             raise ValueError(f"order_by_probability must be one of {', '.join(self.BY_PROBABILITY)}, "
                              f"not {by_probability!r}")
+        head_start = positive(head_start, "probability_head_start",
+                              "seconds of submission time a job gains per unit of P(small)", allow_none=True)
+        if head_start is not None and by_probability == "none":
+            raise ValueError("probability_head_start needs order_by_probability=small or both (it sets how the "
+                             "classes are ordered by P(small))")
         self.base = base
         self.starvation_threshold = starvation_threshold
         self.by_probability = by_probability
+        self.head_start = head_start
         self.dynamic = base.dynamic or starvation_threshold is not None
         self.name = f"small-first-{base.name}"
 
@@ -63,13 +76,15 @@ class SmallFirst(Policy):
         """``base`` small-first, with the classification options that shape the order
         (``class_starvation_threshold``, ``order_by_probability``; checked again by
         :class:`ClassifyingScheduler`, which takes them too)."""
-        return cls(base, options.get("class_starvation_threshold"), options.get("order_by_probability", "none"))
+        return cls(base, options.get("class_starvation_threshold"), options.get("order_by_probability", "none"),
+                   options.get("probability_head_start"))
 
     def key(self, job, now):
         large = 0 if job.info.get("small") else 1
         inner = self.base.key(job, now)
         if self.by_probability == "both" or (large == 0 and self.by_probability == "small"):
-            inner = (-job.info.get("p_small", 0.0), inner)
+            p = job.info.get("p_small", 0.0)
+            inner = (-p if self.head_start is None else job.submission_time - self.head_start * p, inner)
         threshold = self.starvation_threshold
         if threshold is None:
             return (large, inner)
@@ -85,6 +100,7 @@ class SmallFirst(Policy):
     def __repr__(self) -> str:
         extra = "" if self.starvation_threshold is None else f", starvation_threshold={self.starvation_threshold!r}"
         extra += "" if self.by_probability == "none" else f", by_probability={self.by_probability!r}"
+        extra += "" if self.head_start is None else f", head_start={self.head_start!r}"
         return f"SmallFirst({self.base!r}{extra})"
 
 
@@ -97,8 +113,9 @@ class ClassifyingScheduler(Scheduler):
     retrains ``classifier`` every ``period``), and with ``kill_false_small`` kills a small job
     still running at the divider and requeues it as large. Every hook is forwarded to ``scheduler``.
 
-    Beyond the paper (defaults keep it): ``class_starvation_threshold`` and
-    ``order_by_probability`` are :class:`SmallFirst`'s (the composer builds it with them);
+    Beyond the paper (defaults keep it): ``class_starvation_threshold``,
+    ``order_by_probability`` and ``probability_head_start`` are :class:`SmallFirst`'s (the
+    composer builds it with them);
     ``probe_after = k`` re-classifies small a queued job classified large with P(small) = p once
     it has waited ``k x divider x (1 - p) / p`` (the longer a possibly small job waits, the more
     a probe is worth its cost: at worst divider x cores of work, with ``kill_false_small``);
@@ -110,8 +127,8 @@ class ClassifyingScheduler(Scheduler):
     def __init__(self, scheduler, classifier, *, kill_false_small=False, period=WEEK, history="all",
                  divider_window="week", unix_start_time=None, subtime_offset=0.0, timezone=None,
                  store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
-                 class_starvation_threshold=None, order_by_probability="none", probe_after=None,
-                 requeue_order="resubmission"):
+                 class_starvation_threshold=None, order_by_probability="none", probability_head_start=None,
+                 probe_after=None, requeue_order="resubmission"):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
@@ -122,10 +139,11 @@ class ClassifyingScheduler(Scheduler):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
         threshold = positive(class_starvation_threshold, "class_starvation_threshold",
                              "seconds a job waits before it goes first in its class", allow_none=True)
-        if (threshold, order_by_probability) != (policy.starvation_threshold, policy.by_probability):
-            raise ValueError("class_starvation_threshold and order_by_probability are the queue order's: build "
-                             "it as SmallFirst(policy, class_starvation_threshold, order_by_probability) "
-                             "(batsched_ml.compose does)")
+        if ((threshold, order_by_probability, probability_head_start)
+                != (policy.starvation_threshold, policy.by_probability, policy.head_start)):
+            raise ValueError("class_starvation_threshold, order_by_probability and probability_head_start are the "
+                             "queue order's: build it as SmallFirst(policy, class_starvation_threshold, "
+                             "order_by_probability, probability_head_start) (batsched_ml.compose does)")
         if requeue_order not in ("resubmission", "original"):
             raise ValueError(f"requeue_order must be 'resubmission' or 'original', not {requeue_order!r}")
         self.scheduler = scheduler
