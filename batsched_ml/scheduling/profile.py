@@ -52,24 +52,30 @@ class _Profile:
         raise NotImplementedError
 
     # -- slices
+    def _columns(self) -> tuple:
+        """The lists holding one entry per slice besides ``times``, kept in step."""
+        return (self.free,)
+
     def _split(self, t: float) -> int:
         """Ensure a slice starts at ``t``; return its index."""
         i = bisect_right(self.times, t) - 1
         if self.times[i] == t:
             return i
         self.times.insert(i + 1, t)
-        self.free.insert(i + 1, self.free[i])
+        for column in self._columns():
+            column.insert(i + 1, column[i])
         return i + 1
 
     def _merge_around(self, lo: int, hi: int) -> None:
         """Merge equal neighbouring slices in index range [lo, hi] (batsched merges on removal)."""
-        times, free = self.times, self.free
+        times, free, columns = self.times, self.free, self._columns()
         i = min(hi, len(times) - 1)
         lo = max(lo, 1)
         while i >= lo:
             if free[i] == free[i - 1]:
                 del times[i]
-                del free[i]
+                for column in columns:
+                    del column[i]
             i -= 1
 
     def update_first_slice(self, now: float) -> None:
@@ -80,9 +86,11 @@ class _Profile:
         """
         self.origin = now
         times = self.times
-        while len(times) > 1 and times[1] <= now:
-            del times[0]
-            del self.free[0]
+        past = bisect_right(times, now, 1) - 1  # slices entirely in the past
+        if past > 0:
+            del times[:past]
+            for column in self._columns():
+                del column[:past]
         times[0] = now
 
     def overdue(self, now: float) -> list:
@@ -198,31 +206,8 @@ class CoreProfile(_Profile):
         super().__init__(nb_cores, now)
         self.counts = [nb_cores]  # free cores per slice: ``free[k].bit_count()``
 
-    def _split(self, t: float) -> int:
-        i = bisect_right(self.times, t) - 1
-        if self.times[i] == t:
-            return i
-        self.times.insert(i + 1, t)
-        self.free.insert(i + 1, self.free[i])
-        self.counts.insert(i + 1, self.counts[i])
-        return i + 1
-
-    def _merge_around(self, lo: int, hi: int) -> None:
-        times, free, counts = self.times, self.free, self.counts
-        i = min(hi, len(times) - 1)
-        lo = max(lo, 1)
-        while i >= lo:
-            if counts[i] == counts[i - 1] and free[i] == free[i - 1]:
-                del times[i]
-                del free[i]
-                del counts[i]
-            i -= 1
-
-    def update_first_slice(self, now: float) -> None:
-        past = bisect_right(self.times, now, 1) - 1  # slices entirely in the past
-        if past > 0:
-            del self.counts[:past]
-        super().update_first_slice(now)
+    def _columns(self) -> tuple:
+        return self.free, self.counts
 
     def _free_throughout(self) -> list:
         """For each slice k, how many cores are free in every slice from now to k. Later
