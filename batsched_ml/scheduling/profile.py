@@ -264,18 +264,19 @@ class CoreProfile(_Profile):
         last = len(times)
         stop = (1 if first_only else last) if starts is None else starts
         windows = _Windows(self.free, stop, own)
-        i = 0
+        i = passed = 0  # the slices after a start and before ``passed`` have been counted
         while i < stop:
             if counts[i] < n:
                 i += 1
                 continue
             end = (self.origin if i == 0 else times[i]) + duration
-            k = i + 1
+            k = max(i + 1, passed)  # a later start's window holds the previous one's end
             while k < last and times[k] < end:
                 if counts[k] + (own_size if k >= stop else 0) < n:
                     break
                 k += 1
             else:
+                passed = k
                 common = windows.common(i, k)
                 size = common.bit_count()
                 if size >= n:
