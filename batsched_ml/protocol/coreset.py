@@ -13,22 +13,27 @@ from collections.abc import Iterator
 from procset import ProcSet
 
 
-def lowest_bits(mask: int, count: int) -> int:
-    """The ``count`` lowest set bits of ``mask`` (batsched's "first fit")."""
+def lowest_bits(mask: int, count: int, total: int | None = None) -> int:
+    """The ``count`` lowest set bits of ``mask`` (batsched's "first fit"); ``total``: the
+    caller's ``mask.bit_count()`` if known (it reads every word of the mask)."""
     if count <= 0:
         return 0
-    total = mask.bit_count()
+    if total is None:
+        total = mask.bit_count()
     if count >= total:
         return mask
-    # Binary search on a prefix length whose popcount reaches ``count``.
-    lo, hi = count, mask.bit_length()
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if (mask & ((1 << mid) - 1)).bit_count() >= count:
-            hi = mid
+    # Bisect the shortest prefix holding ``count`` bits: bits [lo, hi) of the mask are kept in
+    # ``part`` and halved at each step, so the popcounts read the mask about twice in all.
+    lo, hi, part, below = 0, mask.bit_length(), mask, 0  # ``below``: set bits under ``lo``
+    while hi - lo > 1:
+        width = (hi - lo) // 2
+        low = part & ((1 << width) - 1)
+        bits = low.bit_count()
+        if below + bits >= count:
+            hi, part = lo + width, low
         else:
-            lo = mid + 1
-    return mask & ((1 << lo) - 1)
+            lo, part, below = lo + width, part >> width, below + bits
+    return mask & ((1 << hi) - 1)
 
 
 def mask_intervals(mask: int) -> list[tuple[int, int]]:

@@ -1,0 +1,172 @@
+"""batsched's model of specific cores (``CoreProfile``) against its plain definition (issue 23 §5).
+
+``CoreProfile`` keeps each slice's number of free cores beside its mask, filters windows by
+those counts, intersects masks through a two-stack window queue that skips starts known to
+fail, and answers "does a reservation keep its cores?" from the cores below its highest:
+all so that its cost does not grow with the machine. batsched fidelity needs the very same
+cores, so a reference profile here does what the code did before (every window intersected
+slice by slice, every popcount taken), and both are driven through the same random
+operations on machines of hundreds to thousands of cores, with reservations enough to
+fragment the free cores: every answer, every slice and every count must agree.
+"""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_left, bisect_right
+
+import pytest
+
+from batsched_ml.protocol.coreset import lowest_bits
+from batsched_ml.scheduling.profile import CoreProfile
+
+
+def _plain_lowest_bits(mask: int, count: int) -> int:
+    """The ``count`` lowest set bits, one bit at a time."""
+    out, bit = 0, 0
+    while count > 0 and mask >> bit:
+        if mask >> bit & 1:
+            out |= 1 << bit
+            count -= 1
+        bit += 1
+    return out
+
+
+class _PlainCoreProfile(CoreProfile):
+    """The searches as they were written before the counts (the definition, slice by slice)."""
+
+    def _free_throughout(self) -> list:
+        common, out = self.free[0], []
+        for free in self.free:
+            common &= free
+            out.append(common.bit_count())
+        return out
+
+    def _find(self, n, duration, first_only=False, *, starts=None, own=0, own_size=0):
+        times, free = self.times, self.free
+        last = len(times)
+        stop = (1 if first_only else last) if starts is None else starts
+        for i in range(stop):
+            avail = free[i]
+            if avail.bit_count() < n:
+                continue
+            end = (self.origin if i == 0 else times[i]) + duration
+            k = i + 1
+            while k < last and times[k] < end:
+                avail &= free[k] if k < stop else free[k] | own
+                if avail.bit_count() < n:
+                    break
+                k += 1
+            else:
+                return i, _plain_lowest_bits(avail, n)
+        return None
+
+    def reinsertion(self, job, duration):
+        placed = self.placed[job]
+        start, own = placed.start, placed.used
+        times, free, n = self.times, self.free, job.res
+        earlier = self._find(n, duration, starts=bisect_left(times, start), own=own)
+        if earlier is not None:
+            i, used = earlier
+            return (self.origin if i == 0 else times[i]), used
+        last = len(times)
+        k = bisect_right(times, start) - 1
+        avail = free[k] | own
+        k += 1
+        while k < last and times[k] < placed.end:
+            avail &= free[k] | own
+            k += 1
+        used = _plain_lowest_bits(avail, n)
+        return None if used == own else (start, used)
+
+
+class _Job:
+    def __init__(self, seq, res):
+        self.seq, self.res = seq, res
+
+    def __repr__(self):
+        return f"job{self.seq}x{self.res}"
+
+
+def _same_state(fast: CoreProfile, plain: CoreProfile) -> None:
+    assert fast.times == plain.times
+    assert fast.free == plain.free
+    assert fast.counts == [mask.bit_count() for mask in fast.free]
+    assert fast.available_now() == plain.free[0].bit_count()
+    assert fast.horizon_steps() == plain.horizon_steps()
+
+
+def _random_run(seed: int, steps: int = 200) -> None:
+    """Random first fits, placements now, removals, moves of reservations (as the conservative
+    pass makes them) and advances of the present, applied to both profiles."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 300, 1000, 4096])
+    now = 0.0
+    fast, plain = CoreProfile(cores, now), _PlainCoreProfile(cores, now)
+    jobs: dict = {}  # seq -> (fast job, plain job, duration)
+    for step in range(steps):
+        action = rng.random()
+        if action < 0.45 or not jobs:
+            res = max(1, min(cores, int(cores ** rng.random())))
+            duration = rng.choice([1.0, 2.5, 5.0, 10.0, 0.5 * rng.randint(1, 80)])
+            a, b = _Job(step, res), _Job(step, res)
+            first_only = rng.random() < 0.2
+            assert fast.fits_now(a, duration) == plain.fits_now(b, duration)
+            if first_only:
+                used = fast.fits_now(a, duration)
+                if used is not None:
+                    fast.place(a, now, now + duration, used)
+                    plain.place(b, now, now + duration, used)
+                    jobs[step] = (a, b, duration)
+            else:
+                got, expected = fast.add_first_fit(a, duration), plain.add_first_fit(b, duration)
+                assert (got is None) == (expected is None)
+                if got is not None:
+                    assert (got.start, got.end, got.used) == (expected.start, expected.end, expected.used)
+                    jobs[step] = (a, b, duration)
+        elif action < 0.6:
+            seq = rng.choice(sorted(jobs))
+            a, b, _ = jobs.pop(seq)
+            fast.remove(a)
+            plain.remove(b)
+        elif action < 0.85:  # the conservative pass: every future reservation, in order
+            for seq in sorted(jobs):
+                a, b, duration = jobs[seq]
+                placed = fast.placed[a]
+                if placed.start <= fast.origin or placed.end != placed.start + duration:
+                    continue
+                moved = fast.reinsertion(a, duration)
+                assert moved == plain.reinsertion(b, duration)
+                if moved is not None:
+                    start, used = moved
+                    for profile, job in ((fast, a), (plain, b)):
+                        profile.remove(job)
+                        profile.place(job, start, start + duration, used)
+        else:  # time passes: jobs that ended leave
+            now += rng.choice([0.5, 1.0, 2.5, 7.0])
+            for seq in sorted(jobs):
+                a, b, _ = jobs[seq]
+                if fast.placed[a].end <= now:
+                    del jobs[seq]
+                    fast.remove(a)
+                    plain.remove(b)
+            for profile in (fast, plain):
+                assert not profile.overdue(now)
+                profile.update_first_slice(now)
+        _same_state(fast, plain)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_core_profile_gives_the_cores_of_the_plain_searches(seed):
+    _random_run(seed)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lowest_bits_is_the_lowest_set_bits(seed):
+    rng = random.Random(seed)
+    for _ in range(200):
+        size = rng.choice([1, 7, 64, 300, 5000])
+        mask = rng.getrandbits(size) & (rng.getrandbits(size) if rng.random() < 0.5 else -1)
+        count = rng.randint(0, mask.bit_count() + 2)
+        assert lowest_bits(mask, count) == _plain_lowest_bits(mask, count)
+        assert lowest_bits(mask, count, mask.bit_count()) == _plain_lowest_bits(mask, count)
