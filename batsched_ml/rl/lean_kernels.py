@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .observation import _fill
+from .observation import fill_kernel
 
-fill = njit(cache=True, nogil=True)(_fill)  # the observation's own rows, callable from the kernels below
+fill = fill_kernel()  # the observation's own compiled rows, callable from the kernels below
 
 __all__ = ["backfill", "decision", "first_fit", "plan", "reserve", "set_flag", "set_leaf", "unplan", "window"]
 
@@ -169,7 +169,7 @@ def reserve(ends, res, count, free, need):
 @njit(cache=True, nogil=True)
 def decision(arrived, leaves, count, slots, jobs, machine, submit, rows, now, free, nb_cores, queued, time_scale,
              queue_scale):
-    """A decision's window (``window``) and observation (``observation._fill``) in one call; returns the
+    """A decision's window (``window``) and observation (``observation.fill_kernel``) in one call; returns the
     number of jobs in the window."""
     k = window(arrived, leaves, count, slots)
     fill(jobs, machine, slots[:k], submit, rows, now, free, nb_cores, queued, time_scale, queue_scale)

@@ -24,7 +24,7 @@ from gymnasium import spaces
 
 from ..policies.network import FEATURES, TIME_SCALE
 
-__all__ = ["JOB_COLUMNS", "MACHINE_COLUMNS", "build", "empty", "fill", "mask", "observation_space"]
+__all__ = ["JOB_COLUMNS", "MACHINE_COLUMNS", "build", "empty", "fill_kernel", "mask", "observation_space"]
 
 JOB_COLUMNS = FEATURES + ("fits_now", "present")
 MACHINE_COLUMNS = ("free_cores", "queue_length")
@@ -56,19 +56,21 @@ def build(queue, now: float) -> tuple[dict, np.ndarray]:
     seqs = queue.slots
     jobs = np.zeros((window, len(JOB_COLUMNS)), np.float32)
     machine = np.empty(len(MACHINE_COLUMNS), np.float32)
-    fill(jobs, machine, seqs, queue.submit_times, queue.job_rows, float(now), queue.machine.nb_free,
-         queue.nb_cores, len(queue))
+    fill_kernel()(jobs, machine, seqs, queue.submit_times, queue.job_rows, float(now), queue.machine.nb_free,
+                  queue.nb_cores, len(queue), TIME_SCALE, 1.0 / QUEUE_BITS)
     return {"jobs": jobs, "machine": machine}, mask(window, len(seqs))
 
 
-def fill(jobs, machine, seqs, submit, rows, now: float, free: int, nb_cores: int, queued: int) -> None:
-    """Write the rows of the jobs ``seqs`` (``submit`` times and static ``rows`` by job number: estimate,
-    cores, log_cores features, requested cores) and the machine vector: the compiled ``_fill``."""
+def fill_kernel():
+    """The compiled ``_fill`` (numba, on first use, cached on disk): ``fill_kernel()(jobs, machine, seqs,
+    submit, rows, now, free, nb_cores, queued, TIME_SCALE, 1 / QUEUE_BITS)`` writes the rows of the jobs
+    ``seqs`` (``submit`` times and static ``rows`` by job number: estimate, cores, log_cores features,
+    requested cores) and the machine vector. One dispatcher for ``build`` and the lean core's kernels."""
     if not _KERNEL:
         from numba import njit
 
         _KERNEL.append(njit(cache=True, nogil=True)(_fill))
-    _KERNEL[0](jobs, machine, seqs, submit, rows, now, free, nb_cores, queued, TIME_SCALE, 1.0 / QUEUE_BITS)
+    return _KERNEL[0]
 
 
 def mask(window: int, jobs: int) -> np.ndarray:
