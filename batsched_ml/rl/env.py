@@ -231,19 +231,21 @@ class SchedulingEnv(gym.Env):
         self._lean = None
         reward += self.reward_fn.final(self.nb_cores, episode.end_time)
         obs, self._mask = observation.empty(self.window)
-        summary = {"start": self._start, "jobs": episode.n, "ran": episode.nb_started, "steps": self._steps,
-                   "decisions": episode.decisions, "invalid_actions": episode.invalid_actions,
-                   "avebsld": episode.avebsld(self.reward_fn.tau), "tau": self.reward_fn.tau,
-                   "makespan": episode.end_time, "jobs_csv": None, "simulator": "lean"}
+        summary = self._summary("lean", episode.n, episode.nb_started, episode.decisions, episode.invalid_actions,
+                                episode.avebsld(self.reward_fn.tau), episode.end_time, None)
         return obs, reward, True, False, {"action_mask": self._mask, "episode": summary}
 
     def summary(self, core, result) -> dict:
         """The finished episode's figures (``info["episode"]`` at its last step)."""
         ran = sum(1 for j in core.jobs.values() if j.start_time >= 0)
-        return {"start": self._start, "jobs": len(core.jobs), "ran": ran, "steps": self._steps,
-                "decisions": self._queue.decisions, "invalid_actions": self._queue.invalid_actions,
-                "avebsld": avebsld(core.jobs.values(), self.reward_fn.tau), "tau": self.reward_fn.tau,
-                "makespan": result.end_time, "jobs_csv": result.jobs_csv, "simulator": "full"}
+        return self._summary("full", len(core.jobs), ran, self._queue.decisions, self._queue.invalid_actions,
+                             avebsld(core.jobs.values(), self.reward_fn.tau), result.end_time, result.jobs_csv)
+
+    def _summary(self, simulator, jobs, ran, decisions, invalid_actions, episode_avebsld, makespan, jobs_csv) -> dict:
+        """``info["episode"]``: the same figures whichever core ran the episode."""
+        return {"start": self._start, "jobs": jobs, "ran": ran, "steps": self._steps, "decisions": decisions,
+                "invalid_actions": invalid_actions, "avebsld": episode_avebsld, "tau": self.reward_fn.tau,
+                "makespan": makespan, "jobs_csv": jobs_csv, "simulator": simulator}
 
     def _stop(self) -> None:
         """Abandon an episode still running (its greenlet ends; partial outputs are closed)."""

@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from ..policies.network import TIME_SCALE, size_features, time_feature
+from ..simulator.actors import ns, stamp
 from . import observation
 
 __all__ = ["LeanEpisode", "supports"]
@@ -53,10 +54,6 @@ def supports(workload: dict) -> bool:
     """Whether every job of ``workload`` has a delay profile (what the lean core simulates)."""
     profiles = workload.get("profiles", {})
     return all(profiles.get(job["profile"], {}).get("type") == "delay" for job in workload["jobs"])
-
-
-def _ns(seconds: float) -> int:
-    return round(seconds * 1e9)
 
 
 class LeanEpisode:
@@ -79,13 +76,13 @@ class LeanEpisode:
                              for j in jobs])
         delay = np.array([float(profiles[j["profile"]]["delay"]) for j in jobs])
         res = np.array([int(j["res"]) for j in jobs], np.int64)
-        self.sub_ns = [_ns(s) for s in subtime.tolist()]
-        self.submit = np.array([(t + 500) // 1000 / 1e6 for t in self.sub_ns])  # Batsim's microsecond stamps
+        self.sub_ns = [ns(s) for s in subtime.tolist()]
+        self.submit = np.array([stamp(t) for t in self.sub_ns])  # Batsim's microsecond stamps
         self.submit_list = self.submit.tolist()
         # the simulator ends a job at its walltime if it would run longer; the decision core's run time
         # (the reward's) is the profile's delay capped by a positive walltime
         sim_run = np.where((walltime >= 0) & (walltime <= delay), walltime, delay)
-        self.run_ns = [_ns(r) for r in sim_run.tolist()]
+        self.run_ns = [ns(r) for r in sim_run.tolist()]
         self.runtime = np.where(walltime > 0, np.minimum(delay, walltime), delay)
         self.runtime_list = self.runtime.tolist()
         self.estimate = np.where(walltime > 0, walltime, INF)
@@ -195,7 +192,7 @@ class LeanEpisode:
             return False
         if t == self.extra_pass:
             self.extra_pass = None
-        self.t, self.now, self.last_instant = t, (t + 500) // 1000 / 1e6, t
+        self.t, self.now, self.last_instant = t, stamp(t), t
         res = self.res
         while ends and ends[0][0] <= t:
             job = heapq.heappop(ends)[1]
@@ -229,13 +226,17 @@ class LeanEpisode:
         now = self.now
         self.start[job] = now
         self.start_list[job] = now
-        start_ns = (self.t + 500) // 1000 * 1000  # the decision's date, to the microsecond
-        heapq.heappush(self.ends, (start_ns + self.run_ns[job], job))
+        heapq.heappush(self.ends, (self._decision_ns() + self.run_ns[job], job))
         if self.easy:
             self.nb_planned = self._plan(self.planned_end, self.planned_res, self.planned_job, self.nb_planned,
                                          now + self.span[job], self.res[job], job)
         self.started.append(job)
         self.nb_started += 1
+
+    def _decision_ns(self) -> int:
+        """The date of this pass's decisions in nanoseconds: the instant to the microsecond, as Batsim
+        stamps it (a started job's end counts from there)."""
+        return (self.t + 500) // 1000 * 1000
 
     def _reserve_and_backfill(self, head: int) -> None:
         """EASY: ``head`` does not fit now; it is given its earliest start and the other queued jobs
@@ -245,7 +246,7 @@ class LeanEpisode:
             self.planned_res, self.planned_job, self.nb_planned, self.free, head, self.res_array, self.estimate,
             self.now, self._backfilled)
         if count:
-            start_ns = (self.t + 500) // 1000 * 1000
+            start_ns = self._decision_ns()
             now, run_ns, ends, start, start_list = self.now, self.run_ns, self.ends, self.start, self.start_list
             for job in self._backfilled[:count].tolist():
                 start[job] = now
@@ -286,4 +287,4 @@ class LeanEpisode:
     @property
     def end_time(self) -> float:
         """The last instant with events (Batsim's SIMULATION_ENDS)."""
-        return (self.last_instant + 500) // 1000 / 1e6
+        return stamp(self.last_instant)
