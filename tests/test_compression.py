@@ -80,9 +80,10 @@ def test_switching_between_the_passes_keeps_the_schedule(monkeypatch, seed):
 
 def test_compiled_option():
     assert ConservativeBackfilling().compiled is None  # automatic: compiled for long queues
-    assert ConservativeBackfilling(reservations="cores").compiled is False  # batsched's model: Python
-    with pytest.raises(ValueError, match="reservations count"):
-        ConservativeBackfilling(reservations="cores", compiled=True)
+    assert ConservativeBackfilling(reservations="cores").compiled is None  # batsched's model too
+    assert ConservativeBackfilling(reservations="cores", compiled=True).compiled is True
+    with pytest.raises(ValueError, match="true, false or null"):
+        ConservativeBackfilling(compiled="yes")
 
 
 def test_levels_bound_every_core_count_from_below():
