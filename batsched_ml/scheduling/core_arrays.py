@@ -26,7 +26,17 @@ def _kernels():
     return core_kernels
 
 
-_ARRAYS = ("_k", "_nwords", "pool", "rows", "_spare", "_suffix", "_tail", "_out", "_owned", "_owned_spare",
+def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
+    """``np.insert(array, i, value)`` for one value, without its generic argument handling
+    (a fifth of the pass's Python time went there)."""
+    out = np.empty(len(array) + 1, dtype=array.dtype)
+    out[:i] = array[:i]
+    out[i] = value
+    out[i + 1:] = array[i:]
+    return out
+
+
+_ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
            "_owned_rows")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 
@@ -51,9 +61,12 @@ class ArrayCoreProfile(CoreProfile):
             copy.pool[k] = copy._words(mask)
         copy.rows = np.arange(length, dtype=np.int64)
         copy._spare = list(range(len(copy.pool) - 1, length - 1, -1))
-        copy._suffix = np.empty((len(copy.pool), nwords), dtype=np.uint64)
-        copy._tail = np.empty(nwords, dtype=np.uint64)
-        copy._out = np.empty(nwords, dtype=np.uint64)
+        nchunks = -(-nwords // copy._k.CHUNK)
+        copy.cpool = np.zeros((len(copy.pool), nchunks), dtype=np.int32)
+        copy._k.recount(copy.pool, copy.cpool, copy.rows)
+        copy._scratch = (np.empty((len(copy.pool), nwords), dtype=np.uint64), np.empty(nwords, dtype=np.uint64),
+                         np.empty(nwords, dtype=np.uint64), np.empty((len(copy.pool), nchunks), dtype=np.int32),
+                         np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32))
         del copy.free
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
         copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
@@ -126,12 +139,12 @@ class ArrayCoreProfile(CoreProfile):
         """``core_kernels.scan`` from candidate ``q`` on: ``(q, code, moved, earliest)``, ``moved``
         the ``(start, cores)`` of a candidate that moves (code 1 or 2, as ``reinsertion``)."""
         self._room()
-        q, code, i, earliest = self._k.scan(self.times, self.counts, self.rows, self.pool, self.origin, now, q,
-                                            *arrays, self._owned, self._suffix, self._tail, self._out)
+        q, code, i, earliest = self._k.scan(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin,
+                                            now, q, *arrays, self._owned, self._scratch)
         moved = None
         if code > 0:
             start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
-            moved = float(start), self._mask(self._out)
+            moved = float(start), self._mask(self._scratch[2])
         return q, code, moved, float(earliest)
 
     # -- slices
@@ -139,7 +152,7 @@ class ArrayCoreProfile(CoreProfile):
         if not self._spare:
             size = len(self.pool)
             self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
-            self._suffix = np.empty_like(self.pool)
+            self.cpool = np.concatenate([self.cpool, np.zeros_like(self.cpool)])
             self._spare = list(range(2 * size - 1, size - 1, -1))
         return self._spare.pop()
 
@@ -150,16 +163,17 @@ class ArrayCoreProfile(CoreProfile):
             return i
         row = self._new_row()
         self.pool[row] = self.pool[self.rows[i]]
-        self.times = np.insert(times, i + 1, t)
-        self.counts = np.insert(self.counts, i + 1, self.counts[i])
-        self.rows = np.insert(self.rows, i + 1, row)
+        self.cpool[row] = self.cpool[self.rows[i]]
+        self.times = _inserted(times, i + 1, t)
+        self.counts = _inserted(self.counts, i + 1, self.counts[i])
+        self.rows = _inserted(self.rows, i + 1, row)
         return i + 1
 
     def _drop_slices(self, which) -> None:
         self._spare.extend(self.rows[which].tolist())
-        self.times = np.delete(self.times, which)
-        self.counts = np.delete(self.counts, which)
-        self.rows = np.delete(self.rows, which)
+        kept = np.ones(len(self.times), dtype=bool)
+        kept[which] = False
+        self.times, self.counts, self.rows = self.times[kept], self.counts[kept], self.rows[kept]
 
     def _merge_around(self, lo: int, hi: int) -> None:
         lo, hi = max(lo, 1), min(hi, len(self.times) - 1)
@@ -217,18 +231,20 @@ class ArrayCoreProfile(CoreProfile):
         return self._k.free_throughout(self.pool, self.rows).tolist()
 
     def _take(self, i, j, used):
-        self._k.take(self.pool, self.rows, self.counts, i, j, self._words(used))
+        self._k.take(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
 
     def _give_back(self, i, j, used):
-        self._k.give_back(self.pool, self.rows, self.counts, i, j, self._words(used))
+        self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
 
     def _find(self, n: int, duration: float, first_only: bool = False, *, starts: int | None = None,
               own: int = 0, own_size: int = 0):
         stop = (1 if first_only else len(self.times)) if starts is None else starts
         self._room()
-        i = self._k.find(self.times, self.counts, self.rows, self.pool, self.origin, n, duration, stop,
-                         self._words(own), own_size, self._suffix, self._tail, self._out)
-        return None if i < 0 else (i, self._mask(self._out))
+        words = self._words(own)
+        self._k.own_counts(words, self._scratch)
+        i = self._k.find(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, n, duration, stop,
+                         words, own_size, self._scratch)
+        return None if i < 0 else (i, self._mask(self._scratch[2]))
 
     def reinsertion(self, job, duration: float):
         placed = self.placed[job]
@@ -237,15 +253,17 @@ class ArrayCoreProfile(CoreProfile):
             raise ValueError("reinsertion needs a future reservation of the same duration")
         own = placed.used
         self._room()
-        code, i = self._k.reinsertion(self.times, self.counts, self.rows, self.pool, self.origin, job.res, duration,
-                                      start, placed.end, self._words(own), self._suffix, self._tail, self._out)
+        code, i = self._k.reinsertion(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, job.res,
+                                      duration, start, placed.end, self._words(own), self._scratch)
         if code == 0:
             return None
         if code == 1:
             start = self.origin if i == 0 else float(self.times[i])
-        return start, self._mask(self._out)
+        return start, self._mask(self._scratch[2])
 
     def _room(self) -> None:
-        """The window queue's scratch holds a row per slice."""
-        if len(self._suffix) < len(self.times):
-            self._suffix = np.empty((2 * len(self.times), self._nwords), dtype=np.uint64)
+        """The window queues' scratch holds a row per slice."""
+        suffix, tail, out, csuffix, ctail, owncc = self._scratch
+        if len(suffix) < len(self.times):
+            self._scratch = (np.empty((2 * len(self.times), self._nwords), dtype=np.uint64), tail, out,
+                             np.empty((2 * len(self.times), len(ctail)), dtype=np.int32), ctail, owncc)
