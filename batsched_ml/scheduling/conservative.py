@@ -45,8 +45,10 @@ from .reserving import ProfileScheduler
 
 COMPILED_FROM = 256  # queued jobs from which the counting model's pass runs compiled
 COMPILED_UNTIL = 64  # ... and below which it goes back to Python
-CORES_COMPILED_FROM = 16  # the same for batsched's model (``ArrayCoreProfile``)
+CORES_COMPILED_FROM = 16  # the same for batsched's model (``ArrayCoreProfile``) ...
 CORES_COMPILED_UNTIL = 4
+CORES_COMPILED_MACHINE = 512  # ... on machines of this many cores or more (on smaller ones a mask is a
+# few words, which Python's ints handle faster than numba's calls, and numba's loading is not paid back)
 
 
 class ConservativeBackfilling(ProfileScheduler):
@@ -167,13 +169,15 @@ class ConservativeBackfilling(ProfileScheduler):
     # ------------------------------------------------------- compiled pass
     def _cores_profile_for_queue(self) -> None:
         """batsched's model: the profile with compiled searches (``ArrayCoreProfile``) for a
-        queue of ``CORES_COMPILED_FROM`` jobs or more, back to ``CoreProfile`` below
-        ``CORES_COMPILED_UNTIL`` (or as ``compiled`` forces)."""
+        queue of ``CORES_COMPILED_FROM`` jobs or more on a machine of ``CORES_COMPILED_MACHINE``
+        cores or more, back to ``CoreProfile`` below ``CORES_COMPILED_UNTIL`` (or as
+        ``compiled`` forces)."""
         arrays = isinstance(self.profile, ArrayCoreProfile)
         wanted = self.compiled
         if wanted is None:
             queued = len(self.queue)
-            wanted = queued >= CORES_COMPILED_FROM or (arrays and queued >= CORES_COMPILED_UNTIL)
+            wanted = self.profile.nb_cores >= CORES_COMPILED_MACHINE and (
+                queued >= CORES_COMPILED_FROM or (arrays and queued >= CORES_COMPILED_UNTIL))
         if wanted and not arrays:
             self.profile = ArrayCoreProfile.from_lists(self.profile)
         elif arrays and not wanted:
