@@ -19,7 +19,7 @@ import pytest
 
 from batsched_ml.protocol.coreset import lowest_bits
 from batsched_ml.scheduling.core_arrays import ArrayCoreProfile
-from batsched_ml.scheduling.profile import CoreProfile
+from batsched_ml.scheduling.core_profile import CoreProfile
 
 
 def _plain_lowest_bits(mask: int, count: int) -> int:

@@ -26,7 +26,11 @@ re-insertion's (tests/test_profile_search.py). Even so a burst needs about
 0.4 n^2 moves, so with the counting model a long queue is planned by a compiled
 pass (``compression/``, numba), with the same schedules: from ``COMPILED_FROM``
 queued jobs on, back to Python below ``COMPILED_UNTIL`` (short queues, the common
-case, never pay numba's import). Option ``compiled``: true/false forces either.
+case, never pay numba's import). With batsched's model, from ``CORES_COMPILED_FROM``
+queued jobs on a machine of ``CORES_COMPILED_MACHINE`` cores or more, the profile's masks
+become rows of machine words searched by compiled kernels (``ArrayCoreProfile``) and one
+compiled call passes over the reservations that stay (``_scanned_pass``), with the same
+schedules. Option ``compiled``: true/false forces either, in both models.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .profile import INF, CoreProfile
+from .core_profile import CoreProfile
 
 
 def _kernels():
@@ -203,25 +203,8 @@ class ArrayCoreProfile(CoreProfile):
         start = self.origin if i == 0 else float(self.times[i])
         return self._place_at(job, i, start + duration, used)
 
-    def horizons(self):
-        times, origin = self.times.tolist(), self.origin
-        bounds = [-n for n in self._free_throughout()]
-
-        def horizon(n: int) -> float:
-            from bisect import bisect_right
-
-            k = bisect_right(bounds, -n)
-            return origin if k == 0 else (times[k] if k < len(times) else INF)
-        return horizon
-
-    def horizon_steps(self) -> list:
-        counts, times = self._free_throughout(), self.times.tolist()
-        last = len(counts) - 1
-        steps = [(counts[last], INF)] if counts[last] > 0 else []
-        for k in range(last, 0, -1):
-            if counts[k - 1] > counts[k]:
-                steps.append((counts[k - 1], times[k]))
-        return steps
+    def _slice_starts(self) -> list:
+        return self.times.tolist()
 
     # -- resource algebra
     def available_now(self) -> int:
