@@ -40,7 +40,7 @@ from ..core.scheduler import Context
 from ..distributions.base import WalltimeOnly
 from .candidate_bins import CandidateBins
 from .easy import EasyBackfilling
-from .release_dp import ReleaseOutlook, RunningTerminations
+from .release_dp import ReleaseOutlook, RunningTerminations, point_mass_risks
 from .reserving import OVERRUN_GRACE
 
 LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
@@ -272,17 +272,16 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._candidates.add(job, *self._bins_of(job)[:2])
 
     def _batch_risks(self, now: float, missing: int, sizes, rows) -> np.ndarray:
-        """The risks of the candidates of ``sizes`` whose bins are at ``rows``, from one outlook."""
-        outlook = self._outlook(now, missing, sizes.tolist())
-        table = self._candidates
-        return outlook.risks(sizes, table.masses[rows], now + table.ends[rows], self.tau)
-
-    def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
-        """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
+        """The risks of the candidates of ``sizes`` whose bins are at ``rows``, from one outlook
+        (without the DP when every running job has one possible end left: point masses)."""
         times, owners, cum, cores = self._terminations.snapshot(now)
         self.stats["outlooks"] += 1
         self.stats["events"] += len(times)
-        return ReleaseOutlook(times, owners, cum, cores, missing, sizes)
+        table = self._candidates
+        masses, ends = table.masses[rows], now + table.ends[rows]
+        if len(times) == len(cores):
+            return point_mass_risks(times, owners, cores, missing, sizes, masses, ends)
+        return ReleaseOutlook(times, owners, cum, cores, missing, sizes.tolist()).risks(sizes, masses, ends, self.tau)
 
     # --------------------------------------------------------------- report
     def _resolve_checks(self) -> None:
