@@ -6,10 +6,10 @@ machine's capacity (1.3: the queue grows for the whole run), sizes log-uniform
 1..cores/8 (rounded to a power of two half the time), runtimes log-uniform
 1 min..1 day, walltimes 1x..5x the runtime. Reports the wall and CPU time,
 seconds per 1,000 jobs and the longest queue seen. ``--split`` separates
-the fixed start-up from the per-job cost: a short run (the first ``--warm-up`` jobs' workload) is
-made twice, then the long one; start-up = the process's CPU before the runs (interpreter,
-imports) + the short run's first time - its second (numba's kernels, model libraries: what a
-process loads once), per job = the long run with all of that loaded. ``--table`` runs every configuration of
+the fixed start-up from the per-job cost: the run is made a second time in the same process,
+with every import, numba kernel and model library already loaded; start-up = the process's CPU
+before the first run (interpreter, imports) + the first run - the second, per job = the second
+run. ``--table`` runs every configuration of
 ``CONFIGS`` (or those named by ``--configs``), each in a fresh process, and prints one
 Markdown row per configuration.
 
@@ -68,38 +68,31 @@ CONFIGS = {
        for d in ("walltime", "user", "hmm", "forest")},
 }
 RESULT = re.compile(r"cpu ([0-9.]+) s\), ([0-9.]+) cpu s per 1,000 jobs, longest queue ([0-9,]+) jobs")
-SPLIT = re.compile(r"start-up ([0-9.]+) cpu s \(imports ([0-9.]+) s\), warm run ([0-9.]+) cpu s per 1,000 jobs"
-                   r" \(([0-9.]+) s, longest queue ([0-9,]+) jobs\)")
+SPLIT = re.compile(r"start-up ([0-9.]+) cpu s \(imports ([0-9.]+) s\), warm run ([0-9.]+) cpu s per 1,000 jobs")
 
 
 def table(configs, jobs: int, cores: int, load: float, seed: int, prefix: str | None = None,
           split: bool = False) -> None:
     """One fresh process per configuration (imports and numba's loading counted, as in a real run);
     each run's outputs at ``PREFIX-CONFIGURATION-CORES`` (``/tmp/bench-long-queue`` by default).
-    With ``split``: the start-up (CPU s, of which imports), the warm run's CPU s per 1,000 jobs and
-    (start-up + warm run) per 1,000 jobs, what one fresh process costs."""
-    if split:
-        print("| configuration | cores | jobs | start-up CPU s (imports) | warm CPU s per 1,000 jobs "
-              "| with the start-up | longest queue |")
-    else:
-        print("| configuration | cores | jobs | CPU s | CPU s per 1,000 jobs | longest queue |")
-    print("|---|---:|---:|---:|---:|---:|" + "---:|" * split)
+    With ``split``, also the start-up (CPU s, of which imports) and the warm run's CPU s per 1,000 jobs."""
+    extra = " start-up CPU s (imports) | warm CPU s per 1,000 jobs |" if split else ""
+    print(f"| configuration | cores | jobs | CPU s | CPU s per 1,000 jobs | longest queue |{extra}")
+    print("|---|---:|---:|---:|---:|---:|" + "---:|---:|" * split)
     for name in configs:
         argv = [sys.executable, __file__, *CONFIGS[name], "--jobs", str(jobs), "--cores", str(cores), "--load",
                 str(load), "--seed", str(seed), "--prefix", f"{prefix or '/tmp/bench-long-queue'}-{name.replace(' ', '-')}-{cores}"]
         out = subprocess.run(argv + ["--split"] * split, capture_output=True, text=True).stdout
-        found = (SPLIT if split else RESULT).search(out)
-        if found is None:
-            print(f"| {name} | {cores:,} | {jobs:,} | failed | | |" + " |" * split)
-        elif split:
-            startup, imports, warm, warm_s, longest = found.groups()
-            total = 1000 * (float(startup) + float(warm_s)) / jobs
-            print(f"| {name} | {cores:,} | {jobs:,} | {float(startup):.2f} ({float(imports):.2f}) | {float(warm):.2f} "
-                  f"| {total:.2f} | {longest} |", flush=True)
-        else:
-            cpu, per_1000, longest = found.groups()
-            print(f"| {name} | {cores:,} | {jobs:,} | {float(cpu):.1f} | {float(per_1000):.2f} | {longest} |",
-                  flush=True)
+        found, parts = RESULT.search(out), SPLIT.search(out)
+        if found is None or (split and parts is None):
+            print(f"| {name} | {cores:,} | {jobs:,} | failed | | |" + " |" * (2 * split))
+            continue
+        cpu, per_1000, longest = found.groups()
+        row = f"| {name} | {cores:,} | {jobs:,} | {float(cpu):.1f} | {float(per_1000):.2f} | {longest} |"
+        if split:
+            startup, imports, warm = (float(v) for v in parts.groups())
+            row += f" {startup:.2f} ({imports:.2f}) | {warm:.2f} |"
+        print(row, flush=True)
 
 
 def longest_queue(jobs) -> int:
@@ -127,8 +120,7 @@ def main(argv=None) -> int:
     parser.add_argument("--prefix", help="output prefix of the run (default /tmp/bench-...-SCHEDULER)")
     parser.add_argument("--profile", action="store_true", help="print the 25 costliest calls (cProfile)")
     parser.add_argument("--split", action="store_true",
-                        help="report the start-up and the warm per-job cost apart (see above)")
-    parser.add_argument("--warm-up", type=int, default=300, help="jobs of --split's short run (default 300)")
+                        help="run twice in this process: report the start-up and the warm per-job cost")
     parser.add_argument("--table", action="store_true", help="run the configurations of CONFIGS, one row each")
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=list(CONFIGS))
     args = parser.parse_args(argv)
@@ -136,23 +128,19 @@ def main(argv=None) -> int:
         table(args.configs, args.jobs, args.cores, args.load, args.seed, args.prefix, args.split)
         return 0
     imports = time.process_time()  # interpreter and imports, before the workload is generated
+    workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
     sched = scheduler_from(args)
     prefix = args.prefix or f"/tmp/bench-long-queue-{args.config.scheduler}"
-    startup = imports
-    if args.split:  # the same short run twice: the first one's extra CPU is what a process loads once
-        short = long_queue_workload(min(args.warm_up, args.jobs), args.cores, args.load, args.seed)
-        _, _, cold = timed(lambda: simulate(args.cores, short, scheduler_from(args), prefix=f"{prefix}-cold"))
-        _, _, warm = timed(lambda: simulate(args.cores, short, scheduler_from(args), prefix=f"{prefix}-warm"))
-        startup += cold - warm
-    workload = long_queue_workload(args.jobs, args.cores, args.load, args.seed)
     (result, core), wall, cpu = timed(lambda: simulate(args.cores, workload, sched, prefix=prefix), args.profile)
     config = f"jobs={args.jobs} cores={args.cores} load={args.load} seed={args.seed} {args.config.label()}"
-    longest = longest_queue(core.jobs.values())
     print(f"long queue {config}: wall {wall:.2f} s (cpu {cpu:.2f} s), {1000 * cpu / args.jobs:.3f} cpu s "
-          f"per 1,000 jobs, longest queue {longest:,} jobs, decision core {result.scheduling_time:.2f} s")
-    if args.split:
-        print(f"start-up {startup:.3f} cpu s (imports {imports:.3f} s), warm run {1000 * cpu / args.jobs:.3f} "
-              f"cpu s per 1,000 jobs ({cpu:.2f} s, longest queue {longest:,} jobs)")
+          f"per 1,000 jobs, longest queue {longest_queue(core.jobs.values()):,} jobs, "
+          f"decision core {result.scheduling_time:.2f} s")
+    if args.split:  # the same run again: everything a process loads once is loaded now
+        sched = scheduler_from(args)
+        _, _, warm = timed(lambda: simulate(args.cores, workload, sched, prefix=f"{prefix}-warm"))
+        print(f"start-up {imports + cpu - warm:.3f} cpu s (imports {imports:.3f} s), warm run "
+              f"{1000 * warm / args.jobs:.3f} cpu s per 1,000 jobs ({warm:.2f} s)")
     return 0
 
 
