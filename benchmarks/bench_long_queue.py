@@ -68,7 +68,7 @@ CONFIGS = {
        for d in ("walltime", "user", "hmm", "forest")},
 }
 RESULT = re.compile(r"cpu ([0-9.]+) s\), ([0-9.]+) cpu s per 1,000 jobs, longest queue ([0-9,]+) jobs")
-SPLIT = re.compile(r"start-up ([0-9.]+) cpu s \(imports ([0-9.]+) s\), warm run ([0-9.]+) cpu s per 1,000 jobs")
+SPLIT = re.compile(r"start-up (-?[0-9.]+) cpu s \(imports ([0-9.]+) s\), warm run ([0-9.]+) cpu s per 1,000 jobs")
 
 
 def table(configs, jobs: int, cores: int, load: float, seed: int, prefix: str | None = None,
