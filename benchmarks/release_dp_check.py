@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from batsched_ml import cli
+from batsched_ml.scheduling import probabilistic
 from batsched_ml.scheduling.release_dp import ReleaseOutlook
 from batsched_ml.workloads.platform import write_platform
 
@@ -57,7 +58,8 @@ def textbook_risks(times, jobs, cum, cores, missing, sizes, q, ends) -> np.ndarr
 
 
 class Recorder:
-    """Wraps ``ReleaseOutlook`` so that every batch is also computed by ``textbook_risks``."""
+    """Wraps ``ReleaseOutlook`` (and its shortcut for point masses, ``point_mass_risks``) so that
+    every batch is also computed by ``textbook_risks``."""
 
     def __init__(self, every: int, max_work: float):
         self.every, self.max_work = every, max_work
@@ -79,8 +81,17 @@ class Recorder:
             recorder.compare(outlook.check_inputs, sizes, q, ends, tau, got)
             return got
 
+        def checked_point_masses(times, jobs, cores, missing, sizes, q, ends):  # the DP's shortcut
+            got = point_masses(times, jobs, cores, missing, sizes, q, ends)
+            inputs = (np.array(times, float), np.array(jobs, int), np.ones(len(times)), np.array(cores, int),
+                      int(missing))
+            recorder.compare(inputs, sizes, q, ends, None, got)
+            return got
+
+        point_masses = probabilistic.point_mass_risks
         patch(ReleaseOutlook, "__init__", keep_inputs)
         patch(ReleaseOutlook, "risks", checked_risks)
+        patch(probabilistic, "point_mass_risks", checked_point_masses)
 
     def compare(self, inputs, sizes, q, ends, tau, got) -> None:
         self.batches += 1

@@ -31,14 +31,16 @@ import math
 import time
 from bisect import bisect_left
 from itertools import accumulate
+from operator import attrgetter
 
 import numpy as np
 
 from ..core.job import RUNNING
 from ..core.scheduler import Context
 from ..distributions.base import WalltimeOnly
+from .candidate_bins import CandidateBins
 from .easy import EasyBackfilling
-from .release_dp import ReleaseOutlook, RunningTerminations
+from .release_dp import ReleaseOutlook, RunningTerminations, point_mass_risks
 from .reserving import OVERRUN_GRACE
 
 LEARNED_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED")
@@ -64,6 +66,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._proba: dict = {}  # job -> predicted bin probabilities at submission (None: point mass)
         self._terminations = RunningTerminations(OVERRUN_GRACE)
         self._conditioned: set = set()  # running jobs with a distribution (re-conditioned as they age)
+        self._candidates = CandidateBins()  # the queued jobs' bins, one row each
         self._starts = 0
         # did a backfilled job really delay the head? (the paper's event A, with actual end times):
         # per backfill, the start rank it was given, the cores the head lacked, its size, the job,
@@ -77,6 +80,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
         super().on_simulation_begins(nb_cores, ctx)
         self.distribution.begin(ctx.workloads)
+        self._candidates = CandidateBins(self.distribution.n_bins)
 
     def on_job_submitted(self, job, ctx: Context) -> None:
         super().on_job_submitted(job, ctx)
@@ -84,11 +88,13 @@ class ProbabilisticBackfilling(EasyBackfilling):
             return
         row = np.asarray(self.distribution.predict_proba([job], ctx.now), dtype=np.float64)[0]
         self._proba[job] = row if row.sum() > 0 else None
+        self._add_candidate(job)
 
     def on_job_completed(self, job, ctx: Context) -> None:
         super().on_job_completed(job, ctx)
         self._terminations.discard(job)
         self._conditioned.discard(job)
+        self._candidates.discard(job)
         row = self._proba.pop(job, None)
         if job.final_state not in LEARNED_STATES or job.start_time < 0:
             return
@@ -102,6 +108,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
     def start(self, ctx: Context, job, placement) -> None:
         super().start(ctx, job, placement)
         self._starts += 1
+        self._candidates.discard(job)
         job.info["start_order"] = self._starts
         bins = self._bins_of(job)
         self._terminations.add(job, job.start_time, self._upper(job), *bins[:3])
@@ -120,7 +127,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         if not self._reads_whole_queue(self._begin_pass(ctx)):
             self._backfill(ctx, self._new_arrivals(ctx.now))
         elif self.queue and self.profile.available_now() >= self.queue.smallest_request():
-            self._backfill(ctx, self.queue.ordered(ctx.now))
+            self._backfill(ctx)
             self._ensure_priority(ctx)
         self.end_pass(ctx)
 
@@ -135,44 +142,35 @@ class ProbabilisticBackfilling(EasyBackfilling):
         """Longest a job can hold its cores: its walltime (plus batsched's RJMS delay in ``cores``)."""
         return job.walltime + self.rjms_delay
 
-    def _backfill(self, ctx: Context, candidates) -> None:
+    def _backfill(self, ctx: Context, candidates=None) -> None:
+        """Weigh ``candidates`` (queued jobs, in the order given; None: the whole queue) that fit
+        now, and start each that the condition accepts."""
         profile, head, now = self.profile, self.priority, ctx.now
-        available = profile.available_now()
-        todo = [j for j in self.backfill_candidates(candidates, now) if j.res <= available and j is not head]
-        if not todo or head is None:
+        if head is None:
             return
-        outlook = safe_until = batch = None
-        pinned = self.reservations == "cores"  # the head's reservation holds specific cores
-        for i, job in enumerate(todo):
-            if job.res > available:
-                continue
+        available = profile.available_now()
+        table = self._candidates
+        if candidates is None and self.backfill_order != "sjbf":
+            rows = table.queue_rows(self.queue, now, self._add_candidate)
+        else:
+            rows = self._rows_of(self.backfill_candidates(
+                self.queue.ordered(now) if candidates is None else candidates, now))
+        res = table.res[rows]
+        keep = (res <= available) & (rows != table.row(head))
+        rows, res = rows[keep], res[keep]
+        if not len(rows):
+            return
+        ends = now + table.last_ends[rows]  # the latest each candidate can end
+        first = 0
+        while first < len(rows):
             t0 = time.perf_counter()
-            q, ends, _, _ = self._bins_of(job)
-            if safe_until is None:
-                safe_until = self._terminations.earliest_release(now, head.res - available)
-            if now + ends[-1] <= safe_until:  # ends before the head could start: no risk
-                risk = 0.0
-                self.stats["screened"] += 1
-            else:
-                if batch is None:  # every remaining candidate at once, until one is backfilled
-                    rest = [j for j in todo[i:] if j.res <= available]
-                    outlook = self._outlook(now, head.res - available, [j.res for j in rest])
-                    batch = dict(zip(rest, self._batch_risks(outlook, rest, now)))
-                risk = batch[job]
-            accepted = risk < self.tau or risk == 0.0
-            used = None
-            if pinned and accepted:
-                # EASY's fit (the head's reservation in the profile) takes none of the head's
-                # cores it would overlap; otherwise the job needs some of them
-                used = profile.fits_now(job, self.span(job))
-                if used is None:
-                    risk = max(risk, self._overrun_risk(job, now, profile.placed[head].start))
-                    accepted = risk < self.tau or risk == 0.0
+            fits = first + np.flatnonzero(res[first:] <= available)
+            chosen = self._first_accepted(now, head, available, rows, res, ends, fits) if len(fits) else None
             self.stats["condition_time"] += time.perf_counter() - t0
-            self.stats["evaluations"] += 1
-            if not accepted:
-                self.stats["refused"] += 1
-                continue
+            if chosen is None:
+                break
+            at, risk, used = chosen
+            job = table.jobs[rows[at]]
             # the head's reservation is EASY's bookkeeping, not our condition: re-made after the
             # pass (in ``cores`` at once, for the next candidates' pinned cores)
             profile.remove_if_present(head)
@@ -180,15 +178,60 @@ class ProbabilisticBackfilling(EasyBackfilling):
                 used = profile.fits_now(job, self.span(job))
             placement = profile.place(job, now, now + self.span(job), used)
             self.start(ctx, job, placement)
-            if pinned:  # the head's pinned cores for the next candidates (it cannot start: cores were only taken)
-                self._ensure_priority(ctx)
+            if self.reservations == "cores":  # the head's pinned cores for the next candidates
+                self._ensure_priority(ctx)  # (it cannot start: cores were only taken)
             self.stats["backfilled"] += 1
             self.stats["risk_sum"] += risk
             for column, value in zip(self._checks, (self._starts, head.res - available, job.res, job, 0)):
                 column.append(value)
-            available -= job.res
-            outlook = safe_until = batch = None  # a new running job, fewer free cores: all changes
+            available -= job.res  # a new running job, fewer free cores: every risk changes
+            first = at + 1
         self._ensure_priority(ctx)
+
+    def _first_accepted(self, now: float, head, available: int, rows, res, ends, fits):
+        """The first candidate of ``fits`` (positions in ``rows``, in order) the condition accepts:
+        ``(position, risk, its cores under --reservations cores or None)``, or None. The same
+        decisions as weighing them one by one: a candidate that surely ends before the head could
+        start has no risk (the screen); the others' risks come from one outlook, made for every
+        candidate from the first of them on."""
+        missing = head.res - available
+        safe = ends[fits] <= self._terminations.earliest_release(now, missing)
+        unsafe = np.flatnonzero(~safe)
+        first_unsafe = int(unsafe[0]) if len(unsafe) else len(fits)
+        pinned = self.reservations == "cores"  # the head's reservation holds specific cores
+        chosen, examined = None, len(fits)
+        for k, risk in self._accepted_by_risk(now, missing, rows, res, fits, safe, first_unsafe):
+            used = None
+            if pinned:
+                # EASY's fit (the head's reservation in the profile) takes none of the head's
+                # cores it would overlap; otherwise the job needs some of them
+                job = self._candidates.jobs[rows[fits[k]]]
+                used = self.profile.fits_now(job, self.span(job))
+                if used is None:
+                    risk = max(risk, self._overrun_risk(job, now, self.profile.placed[head].start))
+                    if not (risk < self.tau or risk == 0.0):
+                        continue
+            chosen, examined = (int(fits[k]), risk, used), k + 1
+            break
+        self.stats["evaluations"] += examined
+        self.stats["refused"] += examined - (chosen is not None)
+        self.stats["screened"] += int(np.add.reduce(safe[:examined]))
+        return chosen
+
+    def _accepted_by_risk(self, now, missing, rows, res, fits, safe, first_unsafe):
+        """``(k, risk)`` of the candidates ``fits[k]`` whose risk is below tau (or zero), in order:
+        first the screened ones before any that needs the outlook, then, from one outlook for
+        all the rest (computed only if reached), the others."""
+        for k in range(first_unsafe):
+            yield k, 0.0
+        if first_unsafe == len(fits):
+            return
+        rest = fits[first_unsafe:]
+        risks = np.zeros(len(fits))
+        risks[first_unsafe:] = self._batch_risks(now, missing, res[rest], rows[rest])
+        risks[safe] = 0.0  # screened: no risk, whatever the outlook says
+        for k in (first_unsafe + np.flatnonzero((risks[first_unsafe:] < self.tau) | (risks[first_unsafe:] == 0.0))):
+            yield int(k), float(risks[k])
 
     # ------------------------------------------------------------ the model
     def _overrun_risk(self, job, now: float, until: float) -> float:
@@ -215,28 +258,30 @@ class ProbabilisticBackfilling(EasyBackfilling):
             job.info["runtime_bins"] = cached
         return cached
 
-    def _padded(self, job):
-        """The job's bin masses and relative ends padded with zeros to the number of bins, so that a
-        batch of candidates is one array (a point mass has one bin). Cached."""
-        padded = job.info.get("runtime_padded")
-        if padded is None:
-            masses, ends = self._bins_of(job)[:2]
-            padded = np.zeros((2, max(self.distribution.n_bins, 1)))
-            padded[0, :len(masses)] = masses
-            padded[1, :len(masses)] = ends
-            job.info["runtime_padded"] = padded
-        return padded
+    def _rows_of(self, jobs: list):
+        """The candidates' rows in the table of queued jobs' bins (a job seen first here gets one)."""
+        table = self._candidates
+        try:
+            return table.rows(jobs)
+        except KeyError:
+            for job in jobs:
+                self._add_candidate(job)
+            return table.rows(jobs)
 
-    def _batch_risks(self, outlook: ReleaseOutlook, jobs: list, now: float) -> list:
-        stacked = np.array([self._padded(j) for j in jobs])
-        return outlook.risks([j.res for j in jobs], stacked[:, 0], now + stacked[:, 1], self.tau).tolist()
+    def _add_candidate(self, job) -> None:
+        self._candidates.add(job, *self._bins_of(job)[:2])
 
-    def _outlook(self, now: float, missing: int, sizes: list) -> ReleaseOutlook:
-        """The running jobs' termination events, their distributions re-conditioned (Algorithm 1)."""
+    def _batch_risks(self, now: float, missing: int, sizes, rows) -> np.ndarray:
+        """The risks of the candidates of ``sizes`` whose bins are at ``rows``, from one outlook
+        (without the DP when every running job has one possible end left: point masses)."""
         times, owners, cum, cores = self._terminations.snapshot(now)
         self.stats["outlooks"] += 1
         self.stats["events"] += len(times)
-        return ReleaseOutlook(times, owners, cum, cores, missing, sizes)
+        table = self._candidates
+        masses, ends = table.masses[rows], now + table.ends[rows]
+        if len(times) == len(cores):
+            return point_mass_risks(times, owners, cores, missing, sizes, masses, ends)
+        return ReleaseOutlook(times, owners, cum, cores, missing, sizes.tolist()).risks(sizes, masses, ends, self.tau)
 
     # --------------------------------------------------------------- report
     def _resolve_checks(self) -> None:

@@ -144,6 +144,27 @@ class ReleaseOutlook:
         return True, total
 
 
+def point_mass_risks(times, jobs, cores, missing: int, sizes, q, ends) -> np.ndarray:
+    """``ReleaseOutlook(times, jobs, cum, cores, missing, sizes).risks(sizes, q, ends)`` when every
+    running job has one event left (it surely ends then: ``cum`` = 1): the cores released by each
+    time are known, so D_g(r) and its running maximum are 0 or 1, and the risks are the same sums,
+    bin by bin in the same order, without the DP (nor numba). The released cores first reach
+    ``missing`` at some time t0 (all of its events applied); D is 1 from t0 on while fewer than
+    ``missing + r`` are released: the running maximum is 1 after t0, or 0 throughout."""
+    times = np.asarray(times, dtype=np.float64)
+    order = times.argsort(kind="stable")
+    times = times[order]
+    released = np.asarray(cores, dtype=np.int64)[np.asarray(jobs, dtype=np.int64)[order]].cumsum()
+    q = np.asarray(q, dtype=np.float64)
+    first = int(released.searchsorted(missing, side="left"))
+    if first == len(times) or q.shape[1] == 0:
+        return np.zeros(len(q))
+    t0 = times[first]
+    at_t0 = released[int(times.searchsorted(t0, side="right")) - 1]
+    # a bin ending after t0 reads the running maximum after t0 (the DP's index of its end is past t0's)
+    hit = np.asarray(ends, dtype=np.float64) > t0
+    hit &= (at_t0 < missing + np.asarray(sizes, dtype=np.int64))[:, None]
+    return np.where(hit, q, 0.0).cumsum(axis=1)[:, -1]
 
 
 class RunningTerminations:
