@@ -49,15 +49,8 @@ def walltime_vs_easy(workload: dict, config: dict, rescan: str = "always") -> li
 
 
 def compiled_vs_python(workload: dict, config: dict) -> list[str]:
-    """Conservative backfilling with its compiled pass at every pass, and with the Python pass.
-    In the ``cores`` model the compiled pass is refused (it counts cores) and the Python one runs."""
-    if config["reservations"] != "count":
-        options = {k: v for k, v in config.items() if k != "latency"}
-        try:
-            build_scheduler(**dict(options, scheduler="conservative", compiled=True))
-        except ValueError as exc:
-            return [] if "reservations count" in str(exc) else [f"refused, but not for its model: {exc}"]
-        return ["compiled=true accepted with --reservations cores"]
+    """Conservative backfilling with its compiled pass at every pass, and with the Python pass, in
+    either model (``count``: ``compression/``; ``cores``: ``ArrayCoreProfile``'s searches)."""
     return _both(workload, dict(config, scheduler="conservative", compiled=True),
                  dict(config, scheduler="conservative", compiled=False))
 

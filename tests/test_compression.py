@@ -20,6 +20,7 @@ from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling import compression, conservative
 from batsched_ml.scheduling.conservative import ConservativeBackfilling
 from batsched_ml.scheduling.array_profile import ArrayCountProfile
+from batsched_ml.scheduling.core_arrays import ArrayCoreProfile
 from batsched_ml.scheduling.profile import CountProfile
 from batsched_ml.simulator.engine import NO_LATENCY
 from delay_workloads import random_delay_workload
@@ -78,11 +79,31 @@ def test_switching_between_the_passes_keeps_the_schedule(monkeypatch, seed):
     assert switches  # the queue did reach the compiled pass
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_switching_between_the_core_profiles_keeps_the_schedule(monkeypatch, seed):
+    """batsched's model: from ``CoreProfile`` to ``ArrayCoreProfile`` and back (here at 8 and 3
+    queued jobs, on any machine) as the queue grows and shrinks, the same schedule as with
+    ``CoreProfile`` throughout."""
+    monkeypatch.setattr(conservative, "CORES_COMPILED_FROM", 8)
+    monkeypatch.setattr(conservative, "CORES_COMPILED_UNTIL", 3)
+    monkeypatch.setattr(conservative, "CORES_COMPILED_MACHINE", 1)
+    rng = random.Random(200 + seed)
+    workload = random_delay_workload(rng, rng.choice([4, 16, 70]), rng.randint(30, 120), burst=False)
+    options = dict(policy=rng.choice(["fcfs", "spf"]), reservations="cores")
+    switches = []
+    from_lists = ArrayCoreProfile.from_lists
+    monkeypatch.setattr(ArrayCoreProfile, "from_lists", classmethod(
+        lambda cls, profile: switches.append(1) or from_lists(profile)))
+    assert _schedule(workload, None, **options) == _schedule(workload, False, **options)
+    assert switches  # the queue did reach the compiled profile
+
+
 def test_compiled_option():
     assert ConservativeBackfilling().compiled is None  # automatic: compiled for long queues
-    assert ConservativeBackfilling(reservations="cores").compiled is False  # batsched's model: Python
-    with pytest.raises(ValueError, match="reservations count"):
-        ConservativeBackfilling(reservations="cores", compiled=True)
+    assert ConservativeBackfilling(reservations="cores").compiled is None  # batsched's model too
+    assert ConservativeBackfilling(reservations="cores", compiled=True).compiled is True
+    with pytest.raises(ValueError, match="true, false or null"):
+        ConservativeBackfilling(compiled="yes")
 
 
 def test_levels_bound_every_core_count_from_below():

@@ -18,7 +18,8 @@ from bisect import bisect_left, bisect_right
 import pytest
 
 from batsched_ml.protocol.coreset import lowest_bits
-from batsched_ml.scheduling.profile import CoreProfile
+from batsched_ml.scheduling.core_arrays import ArrayCoreProfile
+from batsched_ml.scheduling.core_profile import CoreProfile
 
 
 def _plain_lowest_bits(mask: int, count: int) -> int:
@@ -89,20 +90,22 @@ class _Job:
 
 
 def _same_state(fast: CoreProfile, plain: CoreProfile) -> None:
-    assert fast.times == plain.times
-    assert fast.free == plain.free
-    assert fast.counts == [mask.bit_count() for mask in fast.free]
+    arrays = isinstance(fast, ArrayCoreProfile)
+    masks = fast.masks() if arrays else fast.free
+    assert (fast.times.tolist() if arrays else fast.times) == plain.times
+    assert masks == plain.free
+    assert list(fast.counts) == [mask.bit_count() for mask in masks]
     assert fast.available_now() == plain.free[0].bit_count()
     assert fast.horizon_steps() == plain.horizon_steps()
 
 
-def _random_run(seed: int, steps: int = 200) -> None:
+def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile) -> None:
     """Random first fits, placements now, removals, moves of reservations (as the conservative
     pass makes them) and advances of the present, applied to both profiles."""
     rng = random.Random(seed)
     cores = rng.choice([64, 300, 1000, 4096])
     now = 0.0
-    fast, plain = CoreProfile(cores, now), _PlainCoreProfile(cores, now)
+    fast, plain = fast_profile(cores, now), _PlainCoreProfile(cores, now)
     jobs: dict = {}  # seq -> (fast job, plain job, duration)
     for step in range(steps):
         action = rng.random()
@@ -159,6 +162,25 @@ def _random_run(seed: int, steps: int = 200) -> None:
 @pytest.mark.parametrize("seed", range(50))
 def test_core_profile_gives_the_cores_of_the_plain_searches(seed):
     _random_run(seed)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_compiled_core_profile_gives_the_cores_of_the_plain_searches(seed):
+    """``ArrayCoreProfile`` (masks as words, compiled searches: the cores model's compiled pass)
+    through the same operations: same answers, slices and counts."""
+    _random_run(seed, fast_profile=ArrayCoreProfile)
+
+
+def test_compiled_core_profile_converts_both_ways():
+    profile = CoreProfile(200, 0.0)
+    job = _Job(0, 70)
+    profile.add_first_fit(job, 10.0)
+    arrays = ArrayCoreProfile.from_lists(profile)
+    assert arrays.masks() == profile.free and arrays.placed == profile.placed
+    arrays.add_first_fit(_Job(1, 50), 4.0)
+    back = arrays.to_lists()
+    assert type(back) is CoreProfile and back.free == arrays.masks() and back.times == arrays.times.tolist()
+    assert back.counts == arrays.counts.tolist() and back.placed is arrays.placed
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -7,7 +7,7 @@ walltime-less jobs, two workloads; every policy, backfill order, starvation thre
 * ``--scheduler probabilistic --distribution walltime`` (point masses: no history ever) gives
   exactly EASY's run, with either ``rescan``;
 * conservative backfilling's compiled pass (``-o compiled=true``) gives the Python pass's run
-  (``--reservations count``; batsched's ``cores`` model has only the Python pass and refuses it);
+  (in either reservation model: ``count``'s ``compression/``, ``cores``'s ``ArrayCoreProfile``);
 * ``serve`` driven over ZeroMQ gives the in-process run.
 
 "Run" is the jobs file and, in-process, every protocol message. A few examples each in CI;

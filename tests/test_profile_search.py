@@ -16,7 +16,8 @@ import pytest
 
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling.conservative import ConservativeBackfilling
-from batsched_ml.scheduling.profile import CoreProfile, CountProfile
+from batsched_ml.scheduling.core_profile import CoreProfile
+from batsched_ml.scheduling.profile import CountProfile
 from batsched_ml.simulator.engine import NO_LATENCY
 from delay_workloads import random_delay_workload
 

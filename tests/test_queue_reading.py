@@ -7,7 +7,8 @@ from batsched_ml.core.minindex import MinIndex
 from batsched_ml.core.queue import JobQueue
 from batsched_ml.compose import build_policy
 from batsched_ml.policies.orders import SJBF
-from batsched_ml.scheduling.profile import CoreProfile, CountProfile
+from batsched_ml.scheduling.core_profile import CoreProfile
+from batsched_ml.scheduling.profile import CountProfile
 
 
 def _job(seq, res, estimate, subtime=0.0):

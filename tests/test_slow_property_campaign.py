@@ -8,8 +8,9 @@ reported as a minimal workload with its flags. Each property:
 * ``cli``: the whole configuration space through the command line runs and passes the checker,
   or is refused in one ``batsched-ml: error:`` line and exit 2 (``configuration_space.py``);
 * ``walltime-easy``: probabilistic backfilling with point masses at the walltimes is EASY;
-* ``compiled``: conservative's compiled pass is its Python pass; and with the compiled pass from
-  4 queued jobs on (back to Python below 2), so that small workloads switch between the passes,
+* ``compiled``: conservative's compiled pass is its Python pass (both reservation models); and with
+  the compiled pass from 4 queued jobs on (back to Python below 2), so that small workloads switch
+  between the passes,
   every conservative configuration still gives a valid, deterministic schedule;
 * ``serve``: a configuration behind ``serve`` (ZeroMQ) gives the in-process run;
 * outputs digested in two fresh processes with different ``PYTHONHASHSEED`` are identical
@@ -110,6 +111,9 @@ def compiled_from_4_jobs(monkeypatch):
 
     monkeypatch.setattr(conservative, "COMPILED_FROM", 4)
     monkeypatch.setattr(conservative, "COMPILED_UNTIL", 2)
+    monkeypatch.setattr(conservative, "CORES_COMPILED_FROM", 4)  # batsched's model, on any machine
+    monkeypatch.setattr(conservative, "CORES_COMPILED_UNTIL", 2)
+    monkeypatch.setattr(conservative, "CORES_COMPILED_MACHINE", 1)
 
 
 @campaign(workload=workloads(max_jobs=16), config=configurations(["conservative"]))

@@ -26,7 +26,11 @@ re-insertion's (tests/test_profile_search.py). Even so a burst needs about
 0.4 n^2 moves, so with the counting model a long queue is planned by a compiled
 pass (``compression/``, numba), with the same schedules: from ``COMPILED_FROM``
 queued jobs on, back to Python below ``COMPILED_UNTIL`` (short queues, the common
-case, never pay numba's import). Option ``compiled``: true/false forces either.
+case, never pay numba's import). With batsched's model, from ``CORES_COMPILED_FROM``
+queued jobs on a machine of ``CORES_COMPILED_MACHINE`` cores or more, the profile's masks
+become rows of machine words searched by compiled kernels (``ArrayCoreProfile``) and one
+compiled call passes over the reservations that stay (``_scanned_pass``), with the same
+schedules. Option ``compiled``: true/false forces either, in both models.
 """
 
 from __future__ import annotations
@@ -38,12 +42,17 @@ import numpy as np
 from ..core.scheduler import Context
 from . import compression
 from .array_profile import ArrayCountProfile
+from .core_arrays import ArrayCoreProfile
 from .profile import Placement
 from .reserving import ProfileScheduler
 
 
 COMPILED_FROM = 256  # queued jobs from which the counting model's pass runs compiled
 COMPILED_UNTIL = 64  # ... and below which it goes back to Python
+CORES_COMPILED_FROM = 16  # the same for batsched's model (``ArrayCoreProfile``) ...
+CORES_COMPILED_UNTIL = 4
+CORES_COMPILED_MACHINE = 512  # ... on machines of this many cores or more (on smaller ones a mask is a
+# few words, which Python's ints handle faster than numba's calls, and numba's loading is not paid back)
 
 
 class ConservativeBackfilling(ProfileScheduler):
@@ -58,9 +67,7 @@ class ConservativeBackfilling(ProfileScheduler):
             raise ValueError(f"compiled must be true, false or null (automatic), got {compiled!r}")
         super().__init__(policy=policy, reservations=reservations, starvation_threshold=starvation_threshold,
                          estimator=estimator, rjms_delay=rjms_delay)
-        if compiled and self.reservations != "count":
-            raise ValueError("compiled=true needs --reservations count (the compiled pass counts cores)")
-        self.compiled = compiled if self.reservations == "count" else False
+        self.compiled = compiled
         self._table = compression.ReservationTable()  # queued jobs' reservations while compiled
         self._queue_seqs = QueueSeqs()
         self._first_queued_end = math.inf  # earliest end of a reservation in ``_table``
@@ -72,7 +79,12 @@ class ConservativeBackfilling(ProfileScheduler):
         self._levels = compression.levels(nb_cores)
 
     def schedule(self, ctx: Context) -> None:
-        if self.compiled is None:
+        if self.reservations == "cores":
+            self._cores_profile_for_queue()
+            if isinstance(self.profile, ArrayCoreProfile):
+                self._scanned_pass(ctx)
+                return
+        elif self.compiled is None:
             if not self._in_arrays and len(self.queue) >= COMPILED_FROM:
                 self._to_arrays()
             elif self._in_arrays and len(self.queue) < COMPILED_UNTIL:
@@ -159,6 +171,52 @@ class ConservativeBackfilling(ProfileScheduler):
             self.note_reservation(placement)
 
     # ------------------------------------------------------- compiled pass
+    def _cores_profile_for_queue(self) -> None:
+        """batsched's model: the profile with compiled searches (``ArrayCoreProfile``) for a
+        queue of ``CORES_COMPILED_FROM`` jobs or more on a machine of ``CORES_COMPILED_MACHINE``
+        cores or more, back to ``CoreProfile`` below ``CORES_COMPILED_UNTIL`` (or as
+        ``compiled`` forces)."""
+        arrays = isinstance(self.profile, ArrayCoreProfile)
+        wanted = self.compiled
+        if wanted is None:
+            queued = len(self.queue)
+            wanted = self.profile.nb_cores >= CORES_COMPILED_MACHINE and (
+                queued >= CORES_COMPILED_FROM or (arrays and queued >= CORES_COMPILED_UNTIL))
+        if wanted and not arrays:
+            self.profile = ArrayCoreProfile.from_lists(self.profile)
+        elif arrays and not wanted:
+            self.profile = self.profile.to_lists()
+
+    def _scanned_pass(self, ctx: Context) -> None:
+        """The pass above in batsched's model, with ``ArrayCoreProfile``: one compiled call
+        (``scan``) passes over the reservations that stay as they are (most of a long queue)
+        and stops at each candidate that moves or has no future reservation, which is placed
+        here as above."""
+        now, profile = ctx.now, self.profile
+        self.refresh_profile(now)
+        candidates = self.pass_candidates(now)
+        spans = [self.span(job) for job in candidates]
+        arrays = profile.candidates(candidates, spans)
+        q = 0
+        while q < len(candidates):
+            q, code, moved, earliest = profile.scan(q, now, arrays)
+            self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``
+            if q == len(candidates):
+                break
+            job, span = candidates[q], spans[q]
+            reserved = profile.placed.get(job)
+            if moved is not None:
+                start, used = moved
+                profile.remove(job)
+                placement = profile.place(job, start, start + span, used)
+            else:
+                profile.remove_if_present(job)
+                placement = profile.add_first_fit(job, span)
+            self.settle(ctx, job, placement, reserved)
+            q += 1
+        self.wake_at_next_reservation(ctx)
+        self.end_pass(ctx)
+
     def _compiled_pass(self, ctx: Context) -> None:
         """The pass above, run by ``compression.compress`` on arrays; the queued jobs'
         reservations stay in ``_table`` (not in ``profile.placed``)."""

@@ -10,7 +10,10 @@ from ..core.job import RUNNING
 from ..core.scheduler import Context
 from .base import QueueScheduler
 from ..validation import non_negative
-from .profile import PROFILES, Placement
+from .core_profile import CoreProfile
+from .profile import CountProfile, Placement
+
+PROFILES = {"cores": CoreProfile, "count": CountProfile}  # the two reservation models
 
 # How long a job that outlived its estimate is assumed to keep its cores when
 # nothing better is known (Batsim delivers walltime kills a few microseconds late).

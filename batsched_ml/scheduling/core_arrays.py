@@ -1,0 +1,252 @@
+"""``CoreProfile`` with its masks as rows of 64-bit words, searched by compiled kernels
+(``core_kernels``): the profile of conservative backfilling's compiled pass in batsched's model
+(``--reservations cores``) for long queues.
+
+On a big machine a Python mask is thousands of digits (93,312 cores: 3,110), and the searches
+of a conservative pass make a new one at every intersection: a run of 1,000 jobs spent 18 CPU s
+there. Here each slice's free cores are a row of ``pool`` (``rows[k]``: slice ``k``'s row, its
+own: a split copies it), changed in place by the kernels, and only a placement's cores cross
+between the two forms (a Python int mask in ``Placement.used``, as ``CoreProfile`` keeps it).
+Same slices, same counts, same answers as ``CoreProfile``, operation for operation
+(``tests/test_core_arrays.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .core_profile import CoreProfile
+
+
+def _kernels():
+    """``core_kernels``, imported on first use: numba's import and cache loading (about a
+    second) are paid only by runs that switch to this profile."""
+    from . import core_kernels
+
+    return core_kernels
+
+
+def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
+    """``np.insert(array, i, value)`` for one value, without its generic argument handling
+    (a fifth of the pass's Python time went there)."""
+    out = np.empty(len(array) + 1, dtype=array.dtype)
+    out[:i] = array[:i]
+    out[i] = value
+    out[i + 1:] = array[i:]
+    return out
+
+
+_ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
+           "_owned_rows")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+
+
+class ArrayCoreProfile(CoreProfile):
+    """``CoreProfile`` whose slices are arrays (``times``, ``counts``, ``rows`` into ``pool``)."""
+
+    def __init__(self, nb_cores: int, now: float = 0.0):
+        self.__dict__.update(self.from_lists(CoreProfile(nb_cores, now)).__dict__)
+
+    @classmethod
+    def from_lists(cls, profile: CoreProfile) -> "ArrayCoreProfile":
+        """The same profile (placements, end heap, present) with its masks as words."""
+        copy = cls.__new__(cls)
+        copy.__dict__.update(profile.__dict__)
+        copy._k = _kernels()
+        copy._nwords = nwords = max(1, (profile.nb_cores + 63) // 64)
+        length = len(profile.times)
+        copy.times = np.array(profile.times, dtype=np.float64)
+        copy.counts = np.array(profile.counts, dtype=np.int64)
+        copy.pool = np.zeros((max(64, 2 * length), nwords), dtype=np.uint64)
+        for k, mask in enumerate(profile.free):
+            copy.pool[k] = copy._words(mask)
+        copy.rows = np.arange(length, dtype=np.int64)
+        copy._spare = list(range(len(copy.pool) - 1, length - 1, -1))
+        nchunks = -(-nwords // copy._k.CHUNK)
+        copy.cpool = np.zeros((len(copy.pool), nchunks), dtype=np.int32)
+        copy._k.recount(copy.pool, copy.cpool, copy.rows)
+        copy._scratch = (np.empty((len(copy.pool), nwords), dtype=np.uint64), np.empty(nwords, dtype=np.uint64),
+                         np.empty(nwords, dtype=np.uint64), np.empty((len(copy.pool), nchunks), dtype=np.int32),
+                         np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32))
+        del copy.free
+        copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
+        copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
+        copy._owned_rows = {}
+        for job, placement in copy.placed.items():
+            copy._keep_owned(job, placement.used)
+        return copy
+
+    def to_lists(self) -> CoreProfile:
+        """The same profile with its masks as Python ints (``CoreProfile``)."""
+        copy = CoreProfile.__new__(CoreProfile)
+        copy.__dict__.update({k: v for k, v in self.__dict__.items()
+                              if k not in _ARRAYS})
+        copy.times, copy.counts, copy.free = self.times.tolist(), self.counts.tolist(), self.masks()
+        return copy
+
+    # -- the two forms of a set of cores
+    def _words(self, mask: int) -> np.ndarray:
+        return np.frombuffer(mask.to_bytes(8 * self._nwords, "little"), dtype=np.uint64)
+
+    @staticmethod
+    def _mask(words: np.ndarray) -> int:
+        return int.from_bytes(words.tobytes(), "little")
+
+    def masks(self) -> list:
+        """Each slice's free cores as a Python int mask (``CoreProfile.free``)."""
+        return [self._mask(self.pool[r]) for r in self.rows.tolist()]
+
+    # -- each placement's cores as words (``_owned[_owned_rows[job]]``), for ``scan``
+    def _keep_owned(self, job, used: int) -> None:
+        row = self._owned_rows.get(job)
+        if row is None:
+            if not self._owned_spare:
+                size = len(self._owned)
+                self._owned = np.concatenate([self._owned, np.zeros_like(self._owned)])
+                self._owned_spare = list(range(2 * size - 1, size - 1, -1))
+            row = self._owned_rows[job] = self._owned_spare.pop()
+        self._owned[row] = self._words(used)
+
+    def _register(self, job, p):
+        self._keep_owned(job, p.used)
+        return super()._register(job, p)
+
+    def remove(self, job) -> None:
+        super().remove(job)
+        row = self._owned_rows.pop(job, None)
+        if row is not None:
+            self._owned_spare.append(row)
+
+    def candidates(self, jobs: list, spans: list) -> tuple:
+        """The arrays ``scan`` reads for these jobs: cores, spans, reservations (NaN: none)
+        and rows of ``_owned``."""
+        placed, owned = self.placed, self._owned_rows
+        starts, ends, rows = [], [], []
+        nan = float("nan")
+        for job in jobs:
+            p = placed.get(job)
+            if p is None:
+                starts.append(nan)
+                ends.append(nan)
+                rows.append(0)
+            else:
+                starts.append(p.start)
+                ends.append(p.end)
+                rows.append(owned[job])
+        return (np.array([job.res for job in jobs], dtype=np.int64), np.array(spans, dtype=np.float64),
+                np.array(starts, dtype=np.float64), np.array(ends, dtype=np.float64), np.array(rows, dtype=np.int64))
+
+    def scan(self, q: int, now: float, arrays: tuple) -> tuple:
+        """``core_kernels.scan`` from candidate ``q`` on: ``(q, code, moved, earliest)``, ``moved``
+        the ``(start, cores)`` of a candidate that moves (code 1 or 2, as ``reinsertion``)."""
+        self._room()
+        q, code, i, earliest = self._k.scan(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin,
+                                            now, q, *arrays, self._owned, self._scratch)
+        moved = None
+        if code > 0:
+            start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
+            moved = float(start), self._mask(self._scratch[2])
+        return q, code, moved, float(earliest)
+
+    # -- slices
+    def _new_row(self) -> int:
+        if not self._spare:
+            size = len(self.pool)
+            self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
+            self.cpool = np.concatenate([self.cpool, np.zeros_like(self.cpool)])
+            self._spare = list(range(2 * size - 1, size - 1, -1))
+        return self._spare.pop()
+
+    def _split(self, t: float) -> int:
+        times = self.times
+        i = int(times.searchsorted(t, side="right")) - 1
+        if times[i] == t:
+            return i
+        row = self._new_row()
+        self.pool[row] = self.pool[self.rows[i]]
+        self.cpool[row] = self.cpool[self.rows[i]]
+        self.times = _inserted(times, i + 1, t)
+        self.counts = _inserted(self.counts, i + 1, self.counts[i])
+        self.rows = _inserted(self.rows, i + 1, row)
+        return i + 1
+
+    def _drop_slices(self, which) -> None:
+        self._spare.extend(self.rows[which].tolist())
+        kept = np.ones(len(self.times), dtype=bool)
+        kept[which] = False
+        self.times, self.counts, self.rows = self.times[kept], self.counts[kept], self.rows[kept]
+
+    def _merge_around(self, lo: int, hi: int) -> None:
+        lo, hi = max(lo, 1), min(hi, len(self.times) - 1)
+        if lo > hi:
+            return
+        equal = self._k.same_as_previous(self.pool, self.rows, self.counts, lo, hi)
+        if len(equal):
+            self._drop_slices(equal)
+
+    def update_first_slice(self, now: float) -> None:
+        self.origin = now
+        past = min(int(self.times.searchsorted(now, side="right")) - 1, len(self.times) - 1)
+        if past > 0:
+            self._drop_slices(slice(0, past))
+        self.times[0] = now
+
+    def _place_at(self, job, i: int, end: float, used):
+        placement = super()._place_at(job, i, end, used)
+        placement.start = float(placement.start)  # not a numpy float: it reaches the outputs
+        return placement
+
+    def add_first_fit(self, job, duration: float):
+        found = self._find(job.res, duration)
+        if found is None:
+            return None
+        i, used = found
+        start = self.origin if i == 0 else float(self.times[i])
+        return self._place_at(job, i, start + duration, used)
+
+    def _slice_starts(self) -> list:
+        return self.times.tolist()
+
+    # -- resource algebra
+    def available_now(self) -> int:
+        return int(self.counts[0])
+
+    def _free_throughout(self) -> list:
+        return self._k.free_throughout(self.pool, self.rows).tolist()
+
+    def _take(self, i, j, used):
+        self._k.take(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
+
+    def _give_back(self, i, j, used):
+        self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
+
+    def _find(self, n: int, duration: float, first_only: bool = False, *, starts: int | None = None,
+              own: int = 0, own_size: int = 0):
+        stop = (1 if first_only else len(self.times)) if starts is None else starts
+        self._room()
+        words = self._words(own)
+        self._k.own_counts(words, self._scratch)
+        i = self._k.find(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, n, duration, stop,
+                         words, own_size, self._scratch)
+        return None if i < 0 else (i, self._mask(self._scratch[2]))
+
+    def reinsertion(self, job, duration: float):
+        placed = self.placed[job]
+        start = placed.start
+        if start <= self.origin or placed.end != start + duration:
+            raise ValueError("reinsertion needs a future reservation of the same duration")
+        own = placed.used
+        self._room()
+        code, i = self._k.reinsertion(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, job.res,
+                                      duration, start, placed.end, self._words(own), self._scratch)
+        if code == 0:
+            return None
+        if code == 1:
+            start = self.origin if i == 0 else float(self.times[i])
+        return start, self._mask(self._scratch[2])
+
+    def _room(self) -> None:
+        """The window queues' scratch holds a row per slice."""
+        suffix, tail, out, csuffix, ctail, owncc = self._scratch
+        if len(suffix) < len(self.times):
+            self._scratch = (np.empty((2 * len(self.times), self._nwords), dtype=np.uint64), tail, out,
+                             np.empty((2 * len(self.times), len(ctail)), dtype=np.int32), ctail, owncc)

@@ -1,0 +1,386 @@
+"""The compiled searches and slice updates of ``ArrayCoreProfile`` (batsched's model of specific
+cores), with numba: each slice's free cores are a row of 64-bit words in a pool (``pool[rows[k]]``),
+so an intersection or a popcount is a loop over machine words instead of a Python big integer
+made anew at each step. The algorithms are ``CoreProfile``'s (``profile.py``), step for step where
+the steps decide what is read (counts first, the two-stack window queue, the bisection after a
+fragmented window), so the answers are the same: the first start whose window keeps ``n`` cores
+free throughout, and the lowest-numbered such cores.
+
+All kernels are in this one file: numba checks a cached kernel against its own source file only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_H01 = np.uint64(0x0101010101010101)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+CHUNK = 16  # words per chunk of the chunk counts (1,024 cores)
+_MANY = 1 << 30  # above any chunk count (``CHUNK`` * 64 cores), in an int32
+
+
+@njit(cache=True, nogil=True)
+def popcount(x):
+    """Set bits of one uint64 word (LLVM turns this pattern into the machine's popcount)."""
+    x = x - ((x >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return np.int64((x * _H01) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def _recount(row, chunks):
+    """The set bits of ``row``, and of each chunk of ``CHUNK`` words into ``chunks``."""
+    total = 0
+    for c in range(len(chunks)):
+        part = 0
+        for w in range(c * CHUNK, min((c + 1) * CHUNK, len(row))):
+            part += popcount(row[w])
+        chunks[c] = part
+        total += part
+    return total
+
+
+@njit(cache=True, nogil=True)
+def take(pool, cpool, rows, counts, i, j, used):
+    """Slices ``[i, j)`` lose the cores ``used`` (words); their counts are recounted."""
+    for k in range(i, j):
+        row = pool[rows[k]]
+        for w in range(len(used)):
+            row[w] &= ~used[w]
+        counts[k] = _recount(row, cpool[rows[k]])
+
+
+@njit(cache=True, nogil=True)
+def give_back(pool, cpool, rows, counts, i, j, used):
+    """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts are recounted."""
+    for k in range(i, j):
+        row = pool[rows[k]]
+        for w in range(len(used)):
+            row[w] |= used[w]
+        counts[k] = _recount(row, cpool[rows[k]])
+
+
+@njit(cache=True, nogil=True)
+def own_counts(own, scratch):
+    """``own``'s chunk counts into ``scratch``'s ``owncc``."""
+    _recount(own, scratch[5])
+
+
+@njit(cache=True, nogil=True)
+def recount(pool, cpool, rows):
+    """Every slice's chunk counts (``cpool``)."""
+    for k in range(len(rows)):
+        _recount(pool[rows[k]], cpool[rows[k]])
+
+
+@njit(cache=True, nogil=True)
+def same_as_previous(pool, rows, counts, lo, hi):
+    """The slices ``k`` of ``[lo, hi]`` whose free cores are those of slice ``k - 1``."""
+    out = np.empty(max(hi - lo + 1, 0), dtype=np.int64)
+    m = 0
+    for k in range(lo, hi + 1):
+        if counts[k] != counts[k - 1]:
+            continue
+        a, b = pool[rows[k]], pool[rows[k - 1]]
+        equal = True
+        for w in range(len(a)):
+            if a[w] != b[w]:
+                equal = False
+                break
+        if equal:
+            out[m] = k
+            m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def free_throughout(pool, rows):
+    """For each slice k, how many cores are free in every slice from the first to k."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    common = pool[rows[0]].copy()
+    for k in range(len(rows)):
+        row = pool[rows[k]]
+        c = 0
+        for w in range(len(common)):
+            v = common[w] & row[w]
+            common[w] = v
+            c += popcount(v)
+        out[k] = c
+        if c == 0:
+            break
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _lowest(common, n, out):
+    """``out`` = the ``n`` lowest set bits of ``common`` (all of them if fewer): ``lowest_bits``."""
+    left = n
+    for w in range(len(common)):
+        x = common[w]
+        if left <= 0:
+            out[w] = 0
+            continue
+        c = popcount(x)
+        if c <= left:
+            out[w] = x
+            left -= c
+            continue
+        y = np.uint64(0)
+        while left > 0:
+            bit = x & (~x + np.uint64(1))
+            y |= bit
+            x ^= bit
+            left -= 1
+        out[w] = y
+
+
+@njit(cache=True, nogil=True)
+def _and_count(a, b):
+    """Set bits of ``a & b``."""
+    c = 0
+    for w in range(len(a)):
+        c += popcount(a[w] & b[w])
+    return c
+
+
+@njit(cache=True, nogil=True)
+def _chunk_bound(kept, ctail):
+    """An upper bound on the cores free throughout a window: per chunk, the fewest free in one
+    of its slices (``kept`` for the slices up to the split, ``ctail`` after), summed."""
+    bound = 0
+    for c in range(len(ctail)):
+        bound += min(kept[c], ctail[c])
+    return bound
+
+
+@njit(cache=True, nogil=True)
+def _fold_chunks(cpool, rows, i, k, stop, owncc, csuffix, ctail, fresh, end):
+    """The chunk level's window queue (as the words' one in ``find``): fold ``[i, k)``
+    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``."""
+    nchunks = len(ctail)
+    if fresh:
+        ctail[:] = _MANY
+        for m in range(k - 1, i - 1, -1):
+            cc = cpool[rows[m]]
+            dest = csuffix[m - i]
+            if m < stop:
+                for c in range(nchunks):
+                    v = min(ctail[c], cc[c])
+                    ctail[c] = v
+                    dest[c] = v
+            else:
+                for c in range(nchunks):
+                    v = min(ctail[c], cc[c] + owncc[c])
+                    ctail[c] = v
+                    dest[c] = v
+        ctail[:] = _MANY
+    else:
+        for m in range(end, k):
+            cc = cpool[rows[m]]
+            if m < stop:
+                for c in range(nchunks):
+                    ctail[c] = min(ctail[c], cc[c])
+            else:
+                for c in range(nchunks):
+                    ctail[c] = min(ctail[c], cc[c] + owncc[c])
+
+
+@njit(cache=True, nogil=True)
+def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch):
+    """``CoreProfile._find``: the first slice ``i < stop`` from which ``n`` cores stay free for
+    ``duration`` (-1 if none), its lowest such cores in ``out``; from slice ``stop`` on the cores
+    of ``own`` (``own_size`` of them) count as free too. ``scratch``: ``(suffix, tail, out,
+    csuffix, ctail, owncc)``, the window queues' rows (``suffix``, ``csuffix``: a row per slice
+    at least) and ``own``'s chunk counts.
+
+    A window that passes the counts is first bounded by the chunk counts (``_chunk_bound``;
+    most windows of a fragmented machine fail there, at a sixteenth of the cost), with a window
+    queue of its own: a failing bound skips every start whose window holds the failing part, as
+    the words' ``after_failing`` does. Only a window whose bound passes is intersected."""
+    suffix, tail, out, csuffix, ctail, owncc = scratch
+    last = len(times)
+    nwords = len(tail)
+    base = split = end = 0  # the words' window queue: suffix[j - base] = slices j .. split-1
+    cbase = csplit = cend = 0  # the chunks' one
+    i = passed = 0
+    while i < stop:
+        if counts[i] < n:
+            i += 1
+            continue
+        window_end = (origin if i == 0 else times[i]) + duration
+        k = max(i + 1, passed)
+        broke = False
+        while k < last and times[k] < window_end:
+            if counts[k] + (own_size if k >= stop else 0) < n:
+                broke = True
+                break
+            k += 1
+        if broke:
+            i = k + 1
+            continue
+        passed = k
+        fresh = i >= csplit
+        _fold_chunks(cpool, rows, i, k, stop, owncc, csuffix, ctail, fresh, cend)
+        if fresh:
+            cbase, csplit, cend = i, k, k
+        else:
+            cend = max(cend, k)
+        if _chunk_bound(csuffix[i - cbase], ctail) < n:
+            lo, hi = i, csplit - 1  # the last start up to hi whose bound still fails
+            if _chunk_bound(csuffix[hi - cbase], ctail) < n:
+                i = hi + 1
+                continue
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if _chunk_bound(csuffix[mid - cbase], ctail) < n:
+                    lo = mid
+                else:
+                    hi = mid
+            i = lo + 1
+            continue
+        if i >= split:  # nothing kept for this start: fold [i, k) backwards
+            for w in range(nwords):
+                tail[w] = _ALL
+            for m in range(k - 1, i - 1, -1):
+                row = pool[rows[m]]
+                dest = suffix[m - i]
+                if m < stop:
+                    for w in range(nwords):
+                        tail[w] &= row[w]
+                        dest[w] = tail[w]
+                else:
+                    for w in range(nwords):
+                        tail[w] &= row[w] | own[w]
+                        dest[w] = tail[w]
+            base, split, end = i, k, k
+            for w in range(nwords):
+                tail[w] = _ALL
+        else:
+            for m in range(end, k):
+                row = pool[rows[m]]
+                if m < stop:
+                    for w in range(nwords):
+                        tail[w] &= row[w]
+                else:
+                    for w in range(nwords):
+                        tail[w] &= row[w] | own[w]
+            end = max(end, k)
+        kept = suffix[i - base]
+        if _and_count(kept, tail) >= n:
+            for w in range(nwords):
+                out[w] = kept[w] & tail[w]
+            _lowest(out.copy(), n, out)
+            return i
+        # _Windows.after_failing: the last start up to split-1 whose window still fails
+        lo, hi = i, split - 1
+        if _and_count(suffix[hi - base], tail) < n:
+            i = hi + 1
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if _and_count(suffix[mid - base], tail) < n:
+                lo = mid
+            else:
+                hi = mid
+        i = lo + 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
+    """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
+    at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
+    its own, is free throughout; the words of those cores are intersected slice by slice, each
+    dropped once empty, until none is left (usually within a few slices)."""
+    top = len(own) - 1
+    while top >= 0 and own[top] == 0:
+        top -= 1
+    if top < 0:
+        return False
+    active = np.empty(top + 1, dtype=np.int64)
+    live = 0
+    for w in range(top + 1):
+        if w < top:
+            below = ~own[w]
+        else:  # the bits under own's highest one in its word
+            high = own[w]
+            highest = np.uint64(1)
+            while high > np.uint64(1):
+                high >>= np.uint64(1)
+                highest <<= np.uint64(1)
+            below = (highest - np.uint64(1)) & ~own[w]
+        tail[w] = below
+        if below:
+            active[live] = w
+            live += 1
+    for k in range(first, stop):
+        if live == 0:
+            return True
+        row = pool[rows[k]]
+        kept = 0
+        for a in range(live):
+            w = active[a]
+            v = tail[w] & row[w]
+            tail[w] = v
+            if v:
+                active[kept] = w
+                kept += 1
+        live = kept
+    return live == 0
+
+
+@njit(cache=True, nogil=True)
+def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch):
+    """``CoreProfile.reinsertion`` for a future reservation ``[start, reserved_end)`` on the cores
+    ``own``: ``(0, -1)`` when it stays as it is, ``(1, i)`` when it fits earlier from slice ``i``,
+    ``(2, -1)`` when it keeps its start on other (lower-numbered) cores; the cores in
+    ``scratch``'s ``out``."""
+    tail, out = scratch[1], scratch[2]
+    own_size = _recount(own, scratch[5])
+    starts = np.searchsorted(times, start)  # the slices that begin before the reservation
+    i = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch)
+    if i >= 0:
+        return 1, i
+    first = np.searchsorted(times, start, side="right") - 1
+    stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
+    if own_size == n and _keeps_its_cores(pool, rows, first, stop, own, n, tail):
+        return 0, -1
+    nwords = len(tail)
+    for w in range(nwords):
+        tail[w] = _ALL
+    for k in range(first, stop):
+        row = pool[rows[k]]
+        for w in range(nwords):
+            tail[w] &= row[w] | own[w]
+    _lowest(tail, n, out)
+    for w in range(nwords):
+        if out[w] != own[w]:
+            return 2, -1
+    return 0, -1
+
+
+@njit(cache=True, nogil=True)
+def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch):
+    """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
+    ``[cstart, cend)`` on the cores ``owned[crow]``; NaN: none): each future reservation that
+    ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, earliest)`` at the first
+    candidate that is not a future reservation of its span (code -1) or that moves (``reinsertion``'s
+    code and slice, cores in ``out``), or ``(len(cn), 0, -1, earliest)``; ``earliest``: the
+    earliest start of the reservations passed over."""
+    earliest = np.inf
+    while q < len(cn):
+        start = cstart[q]
+        if not (start > now and cend[q] == start + cspan[q]):
+            return q, -1, -1, earliest
+        code, i = reinsertion(times, counts, rows, pool, cpool, origin, cn[q], cspan[q], start, cend[q],
+                              owned[crow[q]], scratch)
+        if code != 0:
+            return q, code, i, earliest
+        earliest = min(earliest, start)
+        q += 1
+    return q, 0, -1, earliest
