@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import numpy as np
 from procset import ProcSet
 
 
@@ -61,7 +60,10 @@ def mask_intervals(mask: int) -> list[tuple[int, int]]:
 
 def _wide_mask_intervals(mask: int) -> list[tuple[int, int]]:
     """``mask_intervals`` in one pass over the mask's words: bit i of ``mask ^ (mask << 1)`` is
-    set where a run begins (i) or ends (i = its last + 1), so those bits alternate begin, end."""
+    set where a run begins (i) or ends (i = its last + 1), so those bits alternate begin, end.
+    numpy is imported here, not with the module: an EASY ``serve`` starts without it."""
+    import numpy as np
+
     edges = mask ^ (mask << 1)
     words = np.frombuffer(edges.to_bytes(-(-edges.bit_length() // 64) * 8, "little"), dtype="<u8")
     nonzero = np.flatnonzero(words)
