@@ -15,7 +15,8 @@ from batsched_ml.protocol import codec
 from batsched_ml.protocol import decoding as protocol_decode
 from batsched_ml.protocol import encoding as protocol_encode
 from batsched_ml.protocol.codec import ProtocolError, decode, encode, parse_alloc, read_transcript
-from batsched_ml.protocol.coreset import CoreSet, format_mask, lowest_bits, mask_intervals
+from batsched_ml.protocol import coreset
+from batsched_ml.protocol.coreset import WIDE_MASK, CoreSet, format_mask, lowest_bits, mask_intervals
 from batsched_ml.protocol.events import (
     CallMeLater,
     ExecuteJob,
@@ -540,6 +541,28 @@ def test_format_mask_matches_procset():
         assert CoreSet(mask).to_procset() == ProcSet(*ids)
         assert mask_intervals(mask) == [(iv.inf, iv.sup) for iv in ProcSet(*ids).intervals()]
     assert format_mask(0b1110_1111) == "0-3 5-7"
+
+
+def test_wide_masks_give_the_bit_loops_intervals():
+    # past WIDE_MASK bits the intervals come from the mask's words (numpy): the same as the loop,
+    # with runs across word boundaries, at bit 0 and at the top bit
+    rng = random.Random(93312)
+    for _ in range(60):
+        width = rng.choice([WIDE_MASK + 1, 8192, 93312])
+        mask = 0
+        for _ in range(rng.randint(0, 400)):
+            mask |= ((1 << rng.randint(1, 200)) - 1) << rng.randrange(width)
+        mask &= (1 << width) - 1
+        mask |= rng.choice([0, 1, 1 << (width - 1), (1 << 64) - 1])
+        expected = [(iv.inf, iv.sup) for iv in ProcSet.from_str(format_mask_by_loop(mask)).intervals()] if mask else []
+        assert mask_intervals(mask) == expected
+
+
+def format_mask_by_loop(mask: int) -> str:
+    """The bit loop's text, whatever the mask's width (WIDE_MASK raised past it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(coreset, "WIDE_MASK", mask.bit_length() + 1)
+        return format_mask(mask)
 
 
 def test_parse_alloc_agrees_with_procset_on_non_canonical_text():
