@@ -129,8 +129,8 @@ def test_queue_order_kept_between_passes_is_the_queue_order():
     def checked(ctx):
         original(ctx)
         seen.append(len(sched.queue))
-        if sched._queue_seqs._seqs is not None and len(sched._queue_seqs._seqs) == len(sched.queue):
-            assert sched._queue_seqs._seqs.tolist() == [j.seq for j in sched.queue.ordered(ctx.now)]
+        if sched._queue_seqs.keys is not None and len(sched._queue_seqs.keys) == len(sched.queue):
+            assert sched._queue_seqs.keys.tolist() == [j.seq for j in sched.queue.ordered(ctx.now)]
 
     sched._compiled_pass = checked
     simulate(8, workload, sched)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kept_order import KeptOrder
+
 
 class CandidateBins:
     def __init__(self, n_bins: int = 1):
@@ -24,9 +26,7 @@ class CandidateBins:
         self.last_ends = np.zeros(16)  # the last bin's end: the longest the job can run
         self.res = np.zeros(16, dtype=np.int64)  # cores requested
         self.jobs: list = [None] * 16  # row -> its job
-        self._order = None  # the rows of the queued jobs in a static queue order, at the last read
-        self._reorders = 0  # the queue's ``reorders`` then: a re-keyed job makes the copy stale
-        self._new: list = []  # jobs added since
+        self._order = KeptOrder(self._row.__getitem__)  # the queued jobs' rows in queue order
 
     def __contains__(self, job) -> bool:
         return job in self._row
@@ -58,15 +58,14 @@ class CandidateBins:
         self.res[row] = job.res
         self.jobs[row] = job
         self._row[job] = row
-        self._new.append(job)
+        self._order.arrived(job)
 
     def discard(self, job) -> None:
         row = self._row.pop(job, None)
         if row is not None:
             self._free.append(row)
             self.jobs[row] = None
-            if self._order is not None:  # (a row can be taken again: it leaves the order now)
-                self._order = self._order[self._order != row]
+            self._order.drop_key(row)  # (a row can be taken again: it leaves the order now)
 
     def row(self, job) -> int:
         """The job's row, -1 if it has none."""
@@ -78,20 +77,9 @@ class CandidateBins:
 
     def queue_rows(self, queue, now: float, add) -> np.ndarray:
         """The rows of every queued job, highest priority first (``queue.ordered(now)``); ``add``
-        adds a job not seen yet. A static order is updated with the arrivals since the last
-        read (O(arrivals log n)); otherwise, or when the copy cannot be trusted, read again."""
-        new, self._new = [j for j in self._new if j in queue], []
-        kept = queue.static and self._order is not None and queue.reorders == self._reorders
-        if kept and new:
-            placed = sorted((queue.position(job), self._row[job]) for job in new)
-            self._order = np.insert(self._order, [p - i for i, (p, _) in enumerate(placed)],
-                                    [row for _, row in placed])
-        if not kept or len(self._order) != len(queue):
-            jobs = queue.ordered(now)
+        adds a job not seen yet (``KeptOrder`` keeps a static order between reads)."""
+        def add_unseen(jobs):
             for job in jobs:
                 if job not in self._row:
                     add(job)
-            self._order = self.rows(jobs)
-            self._new = []
-            self._reorders = queue.reorders
-        return self._order
+        return self._order.current(queue, now, add_unseen)

@@ -36,6 +36,7 @@ schedules. Option ``compiled``: true/false forces either, in both models.
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from ..core.scheduler import Context
 from . import compression
 from .array_profile import ArrayCountProfile
 from .core_arrays import ArrayCoreProfile
+from .kept_order import KeptOrder
 from .profile import Placement
 from .reserving import ProfileScheduler
 
@@ -243,7 +245,7 @@ class ConservativeBackfilling(ProfileScheduler):
                 order.started(job)
                 self.start(ctx, job, profile.adopt(job, now, end, job.res))
             if compressing and started:
-                order.drop(started)
+                order.drop_positions(started)
             self._next_reservation = min(self._next_reservation, first_start)
             self._first_queued_end = min(self._first_queued_end, first_end)
         self.wake_at_next_reservation(ctx)
@@ -336,39 +338,17 @@ class NoFitBefore:
             del bounds[0]
 
 
-class QueueSeqs:
-    """The queue's order as an array of ``Job.seq``, for the compiled pass. A static order
-    changes only by arrivals and starts, so the array is kept from pass to pass (inserting
-    the arrivals where the queue puts them) instead of being rebuilt from the jobs: that
-    alone would cost O(n) Python work per pass, O(n^2) per burst."""
+class QueueSeqs(KeptOrder):
+    """The queue's order as an array of ``Job.seq``, for the compiled pass, kept from pass
+    to pass (``KeptOrder``), and the queued jobs by seq."""
 
     def __init__(self):
+        super().__init__(attrgetter("seq"))
         self.jobs: dict = {}  # seq -> queued job
-        self._seqs = None  # the order at the last pass, started jobs removed
-        self._reorders = 0  # the queue's ``reorders`` then: a re-keyed job makes the copy stale
-        self._new: list = []  # queued since
 
     def add(self, job) -> None:
         self.jobs[job.seq] = job
-        self._new.append(job)
+        self.arrived(job)
 
     def started(self, job) -> None:
         del self.jobs[job.seq]
-
-    def current(self, queue, now: float) -> np.ndarray:
-        """The seqs of the queued jobs, highest priority first (``queue.ordered(now)``)."""
-        new, self._new = [j for j in self._new if j in queue], []
-        kept = queue.static and self._seqs is not None and queue.reorders == self._reorders
-        if kept:
-            placed = sorted((queue.position(job), job.seq) for job in new)
-            self._seqs = np.insert(self._seqs, [p - i for i, (p, _) in enumerate(placed)],
-                                   [seq for _, seq in placed])
-        if not kept or len(self._seqs) != len(queue):
-            jobs = queue.ordered(now)
-            self._seqs = np.fromiter((j.seq for j in jobs), np.int64, len(jobs))
-            self._reorders = queue.reorders
-        return self._seqs
-
-    def drop(self, indices: list) -> None:
-        """The jobs at these positions of the last ``current`` order started."""
-        self._seqs = np.delete(self._seqs, indices)
