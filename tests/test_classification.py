@@ -10,6 +10,7 @@ import pytest
 
 from batsched_ml.analysis.metrics import compute_metrics, merge_attempts, read_jobs_csv
 from batsched_ml.classifiers import (
+    FEATURE_NAMES,
     CalendarClock,
     GradientBoostingJobClassifier,
     JobClassifier,
@@ -542,3 +543,51 @@ def test_probe_promotes_a_waiting_large_job(tmp_path):
             assert core.jobs["w0!6"].info["probed"] and not core.jobs["w0!5"].info.get("probed")
     assert outs[None]["5"] == 650 and outs[None]["6"] == 700
     assert outs[1]["6"] == 650 and outs[1]["5"] > 650
+
+
+class FollowsTheDay(JobClassifier):
+    """Small when the user's last completed job of the day was small (``lag1_user_day``) and the
+    job asks for one core: it answers differently as the lags move."""
+
+    name = "follows-the-day"
+    needs_training = False
+
+    def fit(self, X, y):
+        return self
+
+    def small_probability(self, job, x, divider):
+        return 0.9 if x[FEATURE_NAMES.index("lag1_user_day")] == 1 and job.res == 1 else 0.1
+
+    def classify(self, job, x, divider):
+        return self.small_probability(job, x, divider) > 0.5
+
+
+def test_reclassify_waiting_uses_a_completion_after_the_submission(tmp_path):
+    # Week 0 (100 s): runtimes 10, 20, 30 -> divider 20, the day's last completion large (30 s).
+    # Job 4 holds 3 of the 4 cores from 150 to 650; job 5 (4 cores) waits for 650. Job 8 (1 core,
+    # walltime 100) backfills at 155 and completes at 165 in 10 s: small. Job 6 (1 core, 5 s),
+    # submitted at 160 while 8 runs, is classed large and waits behind job 5 until 700.
+    # Re-classified at 165 it is small (its lag now sees job 8): the head of the queue, it takes
+    # the core job 8 freed at once.
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5)])
+    wl["jobs"].append({"id": 8, "subtime": 155, "walltime": 100, "res": 1, "profile": "d10", "user": 7})
+    wl["profiles"]["d10"] = {"type": "delay", "delay": 10}
+    wl["jobs"].sort(key=lambda j: (j["subtime"], j["id"]))
+    starts = {}
+    for again in (False, True):
+        s = sched(classifier=FollowsTheDay(), reclassify_waiting=again)
+        result, core, _ = run_exact(wl, s, tmp_path / f"again{again}")
+        assert_nothing_lost(wl, result.jobs_csv)
+        t = read_jobs_csv(result.jobs_csv)
+        starts[again] = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+        learned = s.report()["classification"]
+        if again:
+            assert learned["reclass_changes"] == 1 and core.jobs["w0!6"].info["small"]
+            # scored at submission job 6 is a false large; it started small, a true small
+            assert learned["overall"]["FL"] == learned["overall_at_start"]["FL"] + 1
+        else:
+            assert "overall_at_start" not in learned and not core.jobs["w0!6"].info["small"]
+    assert starts[False]["8"] == 155 and starts[True]["8"] == 155
+    assert starts[False]["5"] == 650 and starts[False]["6"] == 700
+    assert starts[True]["6"] == 165 and starts[True]["5"] == 650
+

@@ -119,6 +119,10 @@ class ClassifyingScheduler(Scheduler):
     ``probe_after = k`` re-classifies small a queued job classified large with P(small) = p once
     it has waited ``k x divider x (1 - p) / p`` (the longer a possibly small job waits, the more
     a probe is worth its cost: at worst divider x cores of work, with ``kill_false_small``);
+    ``reclassify_waiting``: a waiting first submission is classified again, with its lags and
+    shares as they are now, whenever a job of one of its feature categories completes and at each
+    retraining (jobs a user submits in a burst are classified before any of them has run; the
+    first completion tells about the others);
     ``requeue_order``: where a killed false-small job queues among the large ones,
     ``resubmission`` (as the new Batsim job it is, submitted at the kill) or ``original`` (by
     its first submission, as the same job moved from one queue to the other in Algorithm 2).
@@ -128,13 +132,13 @@ class ClassifyingScheduler(Scheduler):
                  divider_window="week", unix_start_time=None, subtime_offset=0.0, timezone=None,
                  store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
                  class_starvation_threshold=None, order_by_probability="none", probability_head_start=None,
-                 probe_after=None, requeue_order="resubmission"):
+                 probe_after=None, requeue_order="resubmission", reclassify_waiting=False):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
                              "(batsched_ml.compose builds it so)")
         for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
-                            ("runtime_features", runtime_features)):
+                            ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
         threshold = positive(class_starvation_threshold, "class_starvation_threshold",
@@ -161,6 +165,10 @@ class ClassifyingScheduler(Scheduler):
             divider_window=divider_window, store_classes=store_classes, feature_divider=feature_divider,
             label_divider=label_divider, runtime_features=runtime_features,
             probability_on_jobs=order_by_probability != "none" or probe_after is not None)
+        self.reclassify_waiting = reclassify_waiting
+        self._waiting: dict = {}  # feature category -> {job id: waiting first submission}
+        self._stale: set = set()  # categories with a completion since the last pass
+        self._retrainings_seen = 0
         self._clock_options = {"unix_start_time": finite(unix_start_time, "unix_start_time", allow_none=True),
                                "subtime_offset": finite(subtime_offset, "subtime_offset"),
                                "timezone": parse_zone_option(timezone)}
@@ -185,6 +193,9 @@ class ClassifyingScheduler(Scheduler):
 
     def _tick(self, now: float) -> None:
         self.learner.tick(now)
+        if self.reclassify_waiting and len(self._waiting) and self.learner.week_index != self._retrainings_seen:
+            self._retrainings_seen = self.learner.week_index
+            self._stale.update(self._waiting)  # a new model and divider: every waiting job
 
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores, ctx) -> None:
@@ -214,6 +225,9 @@ class ClassifyingScheduler(Scheduler):
             return
         if small and self.kill_false_small:
             self._killable[job.id] = job
+        if self.reclassify_waiting:
+            for key in self.learner.keys_of(job.id):
+                self._waiting.setdefault(key, {})[job.id] = job
         if not small and self.probe_after is not None and self.divider is not None:
             p = job.info.get("p_small", 0.0)
             if p > 0.0:
@@ -229,6 +243,13 @@ class ClassifyingScheduler(Scheduler):
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which
         # carries Batsim's message latencies and would blur the divider and the true class.
         runtime = job.runtime if job.runtime is not None else job.end_time - job.start_time
+        if self.reclassify_waiting:
+            first = job.original_id or job.id
+            for key in self.learner.keys_of(first) or ():
+                jobs = self._waiting.get(key)
+                if jobs is not None:
+                    jobs.pop(first, None)
+                    self._stale.add(key)
         self.learner.completed(job.original_id or job.id, job.seq, runtime)
 
     def on_job_killed(self, job, progress, ctx) -> None:
@@ -280,6 +301,36 @@ class ClassifyingScheduler(Scheduler):
             if self.kill_false_small:
                 self._killable[job.id] = job
 
+    def _reclassify_stale(self, ctx) -> None:
+        """Classify again the waiting first submissions of the categories marked stale."""
+        seen = set()
+        for key in sorted(self._stale, key=repr):
+            jobs = self._waiting.get(key)
+            if not jobs:
+                continue
+            for job_id in list(jobs):
+                job = jobs[job_id]
+                if job.state != QUEUED or job.info.get("probed"):
+                    del jobs[job_id]
+                    continue
+                if job_id in seen:
+                    continue
+                seen.add(job_id)
+                was_small, was_p = job.info.get("small"), job.info.get("p_small")
+                small, p = self.learner.reclassify(job)
+                if small == was_small and p == was_p:
+                    continue
+                job.info["small"] = small
+                self.scheduler.queue.rekey(job, ctx.now)
+                if self.kill_false_small:
+                    if small:
+                        self._killable[job.id] = job
+                    else:
+                        self._killable.pop(job.id, None)
+            if not jobs:
+                del self._waiting[key]
+        self._stale.clear()
+
     def correction_window(self):
         """Weekly retraining and kills happen at whatever pass comes first: every runtime
         correction keeps its call, so the schedule does not depend on which were skipped."""
@@ -287,6 +338,8 @@ class ClassifyingScheduler(Scheduler):
 
     def schedule(self, ctx) -> None:
         self._tick(ctx.now)
+        if self._stale:
+            self._reclassify_stale(ctx)
         if self._probe_heap:
             self._probe_due(ctx)
         if self.kill_false_small:
