@@ -591,3 +591,54 @@ def test_reclassify_waiting_uses_a_completion_after_the_submission(tmp_path):
     assert starts[False]["5"] == 650 and starts[False]["6"] == 700
     assert starts[True]["6"] == 165 and starts[True]["5"] == 650
 
+
+
+class SureLarge(JobClassifier):
+    """Every job large, at P(small) = 0.1."""
+
+    name = "sure-large"
+    needs_training = False
+
+    def fit(self, X, y):
+        return self
+
+    def classify(self, job, x, divider):
+        return False
+
+    def small_probability(self, job, x, divider):
+        return 0.1
+
+
+def test_speculative_backfill_runs_a_large_job_for_one_divider_in_a_hole(tmp_path):
+    # Divider 20 from t = 100. Job 4 holds 3 of the 4 cores from 150 to 650; job 5 (4 cores)
+    # has the reservation at 650. Jobs 6 (5 s), 7 (100 s) and 9 (5 s), one core each with
+    # walltime 1000, cannot backfill for their walltime. Speculatively, job 6 runs at 160 and
+    # completes in 5 s; job 7 runs at 170 and is killed at the divider (190); job 9 takes the
+    # core 7 freed. 7 is requeued at its first place: after job 5, before job 10 (4 cores,
+    # submitted at 185, after 7's first submission but before its kill).
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5),
+                   (7, 170, 100), (9, 180, 5), (10, 185, 100, 4)])
+    s = sched(classifier=SureLarge(), speculative_backfill=0.05)
+    result, core, _ = run_exact(wl, s, tmp_path / "spec")
+    assert_nothing_lost(wl, result.jobs_csv)
+    states = rows(result.jobs_csv)
+    assert states["7"] == ev.COMPLETED_KILLED and "6#1" not in states and "9#1" not in states
+    t = read_jobs_csv(result.jobs_csv)
+    start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+    assert start["6"] == 160 and start["7"] == 170 and start["9"] == 190 and start["5"] == 650
+    assert start["7#1"] == 700 and start["10"] == 800
+    learned = s.report()["classification"]
+    assert learned["speculative_starts"] == 3 and learned["speculative_kills"] == 1
+    # below P(small) = 0.1 nothing is tried: 6 and 7 wait for 5
+    s = sched(classifier=SureLarge(), speculative_backfill=0.5)
+    result, core, _ = run_exact(wl, s, tmp_path / "none")
+    t = read_jobs_csv(result.jobs_csv)
+    start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+    assert start["6"] == 700 and "7#1" not in start and s.report()["classification"]["speculative_starts"] == 0
+
+
+def test_speculative_backfill_is_refused_without_kills():
+    with pytest.raises(ValueError, match="speculative_backfill needs kill_false_small"):
+        sched(classifier=SureLarge(), kill=False, speculative_backfill=0.1)
+    with pytest.raises(ValueError, match="speculative_backfill"):
+        sched(classifier=SureLarge(), speculative_backfill=1.0)

@@ -23,7 +23,7 @@ from ..core.job import QUEUED, RUNNING
 from ..core.scheduler import Scheduler
 from ..policies.orders import Policy
 from ..protocol import events as ev
-from ..validation import finite, positive
+from ..validation import check_number, finite, positive
 from .features import CalendarClock, parse_zone_option
 from .online import WEEK, OnlineClassification
 
@@ -123,6 +123,11 @@ class ClassifyingScheduler(Scheduler):
     shares as they are now, whenever a job of one of its feature categories completes and at each
     retraining (jobs a user submits in a burst are classified before any of them has run; the
     first completion tells about the others);
+    ``speculative_backfill = q`` (0 <= q < 1, EASY only): after each pass, a waiting large
+    first submission with P(small) >= q starts in the cores left free if it fits there for one
+    divider without delaying the priority job; still running at the divider, it is killed and
+    requeued as large at its original place (a missed small job runs in a hole instead of
+    waiting behind the large queue; a true large one only used cores nothing else could);
     ``requeue_order``: where a killed false-small job queues among the large ones,
     ``resubmission`` (as the new Batsim job it is, submitted at the kill) or ``original`` (by
     its first submission, as the same job moved from one queue to the other in Algorithm 2).
@@ -132,7 +137,8 @@ class ClassifyingScheduler(Scheduler):
                  divider_window="week", unix_start_time=None, subtime_offset=0.0, timezone=None,
                  store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
                  class_starvation_threshold=None, order_by_probability="none", probability_head_start=None,
-                 probe_after=None, requeue_order="resubmission", reclassify_waiting=False):
+                 probe_after=None, requeue_order="resubmission", reclassify_waiting=False,
+                 speculative_backfill=None):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
@@ -160,11 +166,22 @@ class ClassifyingScheduler(Scheduler):
         self.probe_after = positive(probe_after, "probe_after", "waiting time before a probe, in dividers x "
                                     "(1 - p) / p", allow_none=True)
         self.requeue_order = requeue_order
+        if speculative_backfill is not None:
+            speculative_backfill = check_number(
+                speculative_backfill, "speculative_backfill", low=0, high=1, high_open=True,
+                meaning="the least P(small) of a large job started for one divider in a hole")
+            if not kill_false_small or not hasattr(scheduler, "start_for"):
+                raise ValueError("speculative_backfill needs kill_false_small and the easy scheduler (a job "
+                                 "started for one divider is killed at the divider)")
+        self.speculative_backfill = speculative_backfill
+        self._speculated: set = set()  # original ids of jobs started speculatively and killed
+        self.speculative_starts = 0
         self.learner = OnlineClassification(
             classifier, period=positive(period, "period", "retraining period in seconds"), history=history,
             divider_window=divider_window, store_classes=store_classes, feature_divider=feature_divider,
             label_divider=label_divider, runtime_features=runtime_features,
-            probability_on_jobs=order_by_probability != "none" or probe_after is not None)
+            probability_on_jobs=(order_by_probability != "none" or probe_after is not None
+                                 or speculative_backfill is not None))
         self.reclassify_waiting = reclassify_waiting
         self._waiting: dict = {}  # feature category -> {job id: waiting first submission}
         self._stale: set = set()  # categories with a completion since the last pass
@@ -214,7 +231,8 @@ class ClassifyingScheduler(Scheduler):
         if job.attempt > 0:  # a requeued false-small job: large for good
             job.info["small"] = False
             first = self._first_submission.pop(job.original_id, None)
-            if first is not None and self.requeue_order == "original":
+            speculated = job.original_id in self._speculated
+            if first is not None and (self.requeue_order == "original" or speculated):
                 job.submission_time = first
             self.scheduler.on_job_submitted(job, ctx)
             return
@@ -261,6 +279,8 @@ class ClassifyingScheduler(Scheduler):
             return
         self.kills += 1
         self._first_submission[job.original_id or job.id] = job.submission_time
+        if job.info.get("speculative"):
+            self._speculated.add(job.original_id or job.id)
         new_job = ctx.requeue(job)
         new_job.info["small"] = False
         new_job.info["requeued_from"] = job.id
@@ -331,6 +351,27 @@ class ClassifyingScheduler(Scheduler):
                 del self._waiting[key]
         self._stale.clear()
 
+    def _speculate(self, ctx) -> None:
+        """Start waiting large jobs for one divider in the cores the pass left free (see
+        ``speculative_backfill``); they become killable at the divider like small ones."""
+        divider, scheduler = self.divider, self.scheduler
+        if divider is None or divider <= 0:
+            return
+        sizes = scheduler.sizes_fitting_for(divider)
+        if not sizes:
+            return
+        least = self.speculative_backfill
+        for job in list(scheduler.queue.iter_ordered(ctx.now, sizes)):
+            if (job.info.get("small") or job.attempt > 0 or job.info.get("p_small", 0.0) < least
+                    or (job.has_walltime and job.walltime <= divider)):
+                continue
+            if scheduler.start_for(ctx, job, divider):
+                job.info["speculative"] = True
+                self.speculative_starts += 1
+                self._killable[job.id] = job
+                if scheduler.profile.available_now() < scheduler.queue.smallest_request():
+                    return
+
     def correction_window(self):
         """Weekly retraining and kills happen at whatever pass comes first: every runtime
         correction keeps its call, so the schedule does not depend on which were skipped."""
@@ -346,6 +387,8 @@ class ClassifyingScheduler(Scheduler):
             self._kill_due(ctx)
         first = len(ctx.decisions)
         self.scheduler.schedule(ctx)
+        if self.speculative_backfill is not None:
+            self._speculate(ctx)
         if not self.kill_false_small:
             return
         for d in ctx.decisions[first:]:
@@ -391,6 +434,9 @@ class ClassifyingScheduler(Scheduler):
         cls["kill_races"] = self.kill_races
         if self.probe_after is not None:
             cls["probes"] = self.probes
+        if self.speculative_backfill is not None:
+            cls["speculative_starts"] = self.speculative_starts
+            cls["speculative_kills"] = len(self._speculated)
         # Batsim's measure, from the jobs CSV (metrics.merge_attempts): the CLI fills it in
         # after the run, so that the report and the metrics give one figure.
         cls["wasted_core_seconds"] = None
