@@ -642,3 +642,24 @@ def test_speculative_backfill_is_refused_without_kills():
         sched(classifier=SureLarge(), kill=False, speculative_backfill=0.1)
     with pytest.raises(ValueError, match="speculative_backfill"):
         sched(classifier=SureLarge(), speculative_backfill=1.0)
+
+
+def test_speculative_backfill_keeps_registration_open_while_a_large_job_may_be_tried(tmp_path):
+    # The last static job is submitted at 187; job 12 (walltime 300) backfills at 190 and then
+    # nothing is killable any more, but jobs 9 and 11 (large) still wait. When 12 frees its core
+    # at 490, 9 is tried (done in 5 s), then 11, killed at the divider (5 s from t = 200) and
+    # requeued. Registration must still be open then (Batsim refuses a job registered after
+    # NOTIFY registration_finished).
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5),
+                   (7, 170, 100), (9, 180, 5), (10, 185, 100, 4), (11, 186, 100)])
+    wl["jobs"].append({"id": 12, "subtime": 187, "walltime": 300, "res": 1, "profile": "d300", "user": 7})
+    wl["profiles"]["d300"] = {"type": "delay", "delay": 300}
+    s = sched(classifier=SureLarge(), speculative_backfill=0.05)
+    result, core, sent = run_exact(wl, s, tmp_path / "open")
+    assert_nothing_lost(wl, result.jobs_csv)
+    t = read_jobs_csv(result.jobs_csv)
+    start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+    assert start["12"] == 190 and start["9"] == 490 and start["11"] == 495 and "11#1" in start
+    notify = [i for i, d in enumerate(sent) if type(d) is ev.Notify and d.kind == ev.REGISTRATION_FINISHED]
+    registers = [i for i, d in enumerate(sent) if type(d) is ev.RegisterJob]
+    assert notify and registers and max(registers) < notify[0]

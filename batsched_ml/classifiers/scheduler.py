@@ -175,6 +175,7 @@ class ClassifyingScheduler(Scheduler):
                                  "started for one divider is killed at the divider)")
         self.speculative_backfill = speculative_backfill
         self._speculated: set = set()  # original ids of jobs started speculatively and killed
+        self._may_speculate: dict = {}  # job id -> queued large first submission (may still be tried)
         self.speculative_starts = 0
         self.learner = OnlineClassification(
             classifier, period=positive(period, "period", "retraining period in seconds"), history=history,
@@ -243,6 +244,8 @@ class ClassifyingScheduler(Scheduler):
             return
         if small and self.kill_false_small:
             self._killable[job.id] = job
+        elif self.speculative_backfill is not None:
+            self._may_speculate[job.id] = job
         if self.reclassify_waiting:
             for key in self.learner.keys_of(job.id):
                 self._waiting.setdefault(key, {})[job.id] = job
@@ -347,6 +350,8 @@ class ClassifyingScheduler(Scheduler):
                         self._killable[job.id] = job
                     else:
                         self._killable.pop(job.id, None)
+                        if self.speculative_backfill is not None:
+                            self._may_speculate[job.id] = job
             if not jobs:
                 del self._waiting[key]
         self._stale.clear()
@@ -409,7 +414,16 @@ class ClassifyingScheduler(Scheduler):
     def registration_finished(self) -> bool:
         if not self.kill_false_small:
             return True
-        return self._static_over and not self._killable and not self._kills_pending and not self._probe_pending()
+        return (self._static_over and not self._killable and not self._kills_pending and not self._probe_pending()
+                and not self._speculation_pending())
+
+    def _speculation_pending(self) -> bool:
+        """A queued large first submission may still be started speculatively (then killed and
+        requeued)."""
+        waiting = self._may_speculate
+        for job_id in [i for i, job in waiting.items() if job.state != QUEUED or job.info.get("small")]:
+            del waiting[job_id]
+        return bool(waiting)
 
     def _probe_pending(self) -> bool:
         """A queued large job may still be probed (then perhaps killed and requeued)."""
