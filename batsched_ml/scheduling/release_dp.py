@@ -65,7 +65,7 @@ class ReleaseOutlook:
         self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
         self.units = cores // unit
         self.missing = int(missing)
-        self.sizes = np.array(sorted(set(sizes)), dtype=np.int64)
+        self.sizes = np.unique(np.asarray(sizes, dtype=np.int64))
         self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
         self.hi = (self.missing + self.sizes - 1) // unit  # ... < c_q + r
         self.width = max(int(self.hi.max(initial=0)), self.lo) + 1
