@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import json
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -632,6 +633,26 @@ def _release_dp_check():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_recorded_batches_replay_bit_for_bit_and_a_changed_risk_is_caught(tmp_path, capsys):
+    """``benchmarks/bench_release_outlooks.py``: the batches a run asked the DP for, replayed,
+    give the same decisions and accepted risks (exit 0); a recording whose accepted risk differs
+    in its last bit is reported (exit 1)."""
+    spec = importlib.util.spec_from_file_location("bench_release_outlooks",
+                                                  ROOT / "benchmarks/bench_release_outlooks.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = tmp_path / "batches.pkl"
+    assert bench.main(["--record", str(path), "--jobs", "150", "--cores", "2048"]) == 0
+    assert bench.main(["--replay", str(path), "--rounds", "1"]) == 0
+    assert "another decision or accepted risk: 0" in capsys.readouterr().out
+    data = pickle.loads(path.read_bytes())
+    tampered = next(b for b in data["batches"] if ((b[-1] > 0) & (b[-1] < b[-2])).any())
+    at = int(np.flatnonzero((tampered[-1] > 0) & (tampered[-1] < tampered[-2]))[0])
+    tampered[-1][at] = np.nextafter(tampered[-1][at], 1.0)
+    path.write_bytes(pickle.dumps(data))
+    assert bench.main(["--replay", str(path), "--rounds", "1"]) == 1
 
 
 @pytest.mark.parametrize("tau", [0.05, 0.0])
