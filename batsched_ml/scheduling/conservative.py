@@ -201,7 +201,7 @@ class ConservativeBackfilling(ProfileScheduler):
         arrays = profile.candidates(candidates, spans)
         q = 0
         while q < len(candidates):
-            q, code, moved, earliest = profile.scan(q, now, arrays)
+            q, code, moved, most, earliest = profile.scan(q, now, arrays)
             self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``
             if q == len(candidates):
                 break
@@ -214,7 +214,10 @@ class ConservativeBackfilling(ProfileScheduler):
             else:
                 profile.remove_if_present(job)
                 placement = profile.add_first_fit(job, span)
+                most = None  # no bound known on the windows before it
             self.settle(ctx, job, placement, reserved)
+            if not placement.started_now and profile.placed.get(job) is placement:
+                profile.confirm(job, most)  # a reservation at its first fit
             q += 1
         self.wake_at_next_reservation(ctx)
         self.end_pass(ctx)
