@@ -46,23 +46,38 @@ def _recount(row, chunks):
 
 
 @njit(cache=True, nogil=True)
+def _used_words(used):
+    """The indices of the words of ``used`` that hold a core."""
+    return np.flatnonzero(used)
+
+
+@njit(cache=True, nogil=True)
 def take(pool, cpool, rows, counts, i, j, used):
-    """Slices ``[i, j)`` lose the cores ``used`` (words); their counts are recounted."""
+    """Slices ``[i, j)`` lose the cores ``used`` (words); their counts follow (only the words of
+    ``used`` are read: a job's cores, not the machine's)."""
+    held = _used_words(used)
     for k in range(i, j):
-        row = pool[rows[k]]
-        for w in range(len(used)):
-            row[w] &= ~used[w]
-        counts[k] = _recount(row, cpool[rows[k]])
+        row, chunks = pool[rows[k]], cpool[rows[k]]
+        for w in held:
+            lost = popcount(row[w] & used[w])
+            if lost:
+                row[w] &= ~used[w]
+                chunks[w // CHUNK] -= lost
+                counts[k] -= lost
 
 
 @njit(cache=True, nogil=True)
 def give_back(pool, cpool, rows, counts, i, j, used):
-    """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts are recounted."""
+    """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts follow."""
+    held = _used_words(used)
     for k in range(i, j):
-        row = pool[rows[k]]
-        for w in range(len(used)):
-            row[w] |= used[w]
-        counts[k] = _recount(row, cpool[rows[k]])
+        row, chunks = pool[rows[k]], cpool[rows[k]]
+        for w in held:
+            gained = popcount(used[w] & ~row[w])
+            if gained:
+                row[w] |= used[w]
+                chunks[w // CHUNK] += gained
+                counts[k] += gained
 
 
 @njit(cache=True, nogil=True)
@@ -435,6 +450,32 @@ def lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratc
 
 
 @njit(cache=True, nogil=True)
+def _most_freed(log_a, log_b, log_n, first, last, now, start, span, points, weights):
+    """The most cores that log entries ``[first, last)`` freed in intervals met by one window of
+    ``span`` seconds starting from ``now`` to ``start``: a window from ``t`` meets ``[a, b)`` when
+    ``a - span < t < b`` (widened a little against rounding: only the bound loosens), so this is
+    the heaviest point of those intervals clipped to ``[now, start)`` (a sweep)."""
+    m, half = 0, len(points) // 2
+    for e in range(first, last):
+        lo = log_a[e] - span
+        lo -= 1e-9 * abs(lo) + 1e-6
+        hi = min(log_b[e], start)
+        if lo < hi and hi > now:
+            points[m], weights[m] = lo, log_n[e]
+            points[half + m], weights[half + m] = hi, -log_n[e]
+            m += 1
+    # the ends after the starts: a stable sort puts a start first at a tie (a heavier point)
+    points[m:2 * m] = points[half:half + m]
+    weights[m:2 * m] = weights[half:half + m]
+    order = np.argsort(points[:2 * m], kind="mergesort")
+    most = load = 0
+    for r in order:
+        load += weights[r]
+        most = max(most, load)
+    return most
+
+
+@njit(cache=True, nogil=True)
 def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch,
          log_a, log_b, log_n, log_base, log_count, checked, bound):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
@@ -450,10 +491,12 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     ``e - log_base``, ``log_count`` entries so far); ``checked[crow[q]]`` is the log's length when
     the reservation was last found to be its first fit (below ``log_base``: unknown) and
     ``bound[crow[q]]`` then bounded the cores free throughout each window before its start. While
-    that bound plus the cores freed since before its end stays below its size, no earlier window can
-    fit: only lower cores are looked for, and only if cores were freed during the reservation;
-    else it is searched anew (``reinsertion``), which also renews the bound."""
+    that bound plus the most cores freed since in intervals that one window before it meets
+    (``_most_freed``) stays below its size, no earlier window can fit: only lower cores are looked
+    for, and only if cores were freed during the reservation; else it is searched anew
+    (``reinsertion``), which also renews the bound."""
     earliest = np.inf
+    points, weights = np.empty(2 * len(log_a)), np.empty(2 * len(log_a), dtype=np.int64)
     while q < len(cn):
         start, end, row, n = cstart[q], cend[q], crow[q], cn[q]
         if not (start > now and end == start + cspan[q]):
@@ -463,10 +506,10 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
         if since < log_count:
             freed, during = 0, False
             if since >= log_base:
+                freed = _most_freed(log_a, log_b, log_n, since - log_base, log_count - log_base, now, start,
+                                    cspan[q], points, weights)
                 for e in range(since - log_base, log_count - log_base):
-                    if log_a[e] < end:  # windows before the reservation end before its end
-                        freed += log_n[e]
-                        during = during or log_b[e] > start
+                    during = during or (log_a[e] < end and log_b[e] > start)
             if since >= log_base and most + freed < n:
                 most += freed
                 if during:
