@@ -43,9 +43,10 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
            "_owned_rows", "_checked", "_bound", "_log_a", "_log_b", "_log_n", "_log_base",
-           "_log_count")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+           "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
+NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
 
 class ArrayCoreProfile(CoreProfile):
@@ -78,6 +79,8 @@ class ArrayCoreProfile(CoreProfile):
         del copy.free
         copy._log_a, copy._log_b = np.empty(FREED_LOG), np.empty(FREED_LOG)
         copy._log_n = np.empty(FREED_LOG, dtype=np.int64)
+        copy._nofit = np.zeros((3, NO_FIT_KEPT))  # ``scan``'s bounds "no window of n cores for d s before x"
+        copy._kept = np.zeros(1, dtype=np.int64)  # how many
         copy._log_base = copy._log_count = 0  # entry e of the log at e - _log_base
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
         copy._checked = np.full(len(copy._owned), -1, dtype=np.int64)
@@ -139,6 +142,8 @@ class ArrayCoreProfile(CoreProfile):
         self._log_b[e] = self.times[j] if j < len(self.times) else np.inf
         self._log_n[e] = used.bit_count()
         self._log_count += 1
+        if self._kept[0]:
+            self._k.retreat_no_fit(self._nofit, self._kept[0], self._log_a[e])
 
     def _register(self, job, p):
         self._keep_owned(job, p.used)
@@ -177,7 +182,7 @@ class ArrayCoreProfile(CoreProfile):
         q, code, i, most, earliest = self._k.scan(
             self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
             self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
-            self._bound)
+            self._bound, self._nofit, self._kept)
         moved = None
         if code > 0:
             start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])

@@ -255,7 +255,7 @@ def _upper(kept, tail, chunks, nchunks, folded, kept_chunks, ctail):
 
 
 @njit(cache=True, nogil=True)
-def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch):
+def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch, first=0):
     """``CoreProfile._find``: the first slice ``i < stop`` from which ``n`` cores stay free for
     ``duration`` (-1 if none), its lowest such cores in ``out``; from slice ``stop`` on the cores
     of ``own`` (``own_size`` of them) count as free too. ``scratch``: ``(suffix, tail, out,
@@ -269,7 +269,8 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 
     Returns ``(i, most)``, ``most`` an upper bound on the cores free throughout each window tried or
     skipped before ``i`` (each skip rule bounds the windows it skips: a slice's count, a chunk bound,
-    an intersection's size), so below ``n`` when none fits."""
+    an intersection's size), so below ``n`` when none fits. ``first``: the starts before that slice
+    are known to fail (not counted in ``most``)."""
     suffix, tail, out, csuffix, ctail, owncc = scratch
     last = len(times)
     nwords, nchunks = len(tail), len(ctail)
@@ -278,7 +279,7 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
     nfolded = 0
     base = split = end = 0  # the words' window queue: suffix[j - base] = slices j .. split-1
     cbase = csplit = cend = 0  # the chunks' one
-    i = passed = most = 0
+    i, passed, most = first, 0, 0
     while i < stop:
         if counts[i] < n:
             most = max(most, counts[i])
@@ -413,14 +414,14 @@ def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
 
 
 @njit(cache=True, nogil=True)
-def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch):
+def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch, first=0):
     """``CoreProfile.reinsertion`` for a future reservation ``[start, reserved_end)`` on the cores
     ``own``: ``(0, -1, most)`` when it stays as it is, ``(1, i, most)`` when it fits earlier from slice
     ``i``, ``(2, -1, most)`` when it keeps its start on other (lower-numbered) cores; the cores in
     ``scratch``'s ``out``; ``most``: ``find``'s bound on the windows before its (new) start."""
     own_size = _recount(own, scratch[5])
     starts = np.searchsorted(times, start)  # the slices that begin before the reservation
-    i, most = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch)
+    i, most = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch, first)
     if i >= 0:
         return 1, i, most
     return lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch), -1, most
@@ -476,8 +477,45 @@ def _most_freed(log_a, log_b, log_n, first, last, now, start, span, points, weig
 
 
 @njit(cache=True, nogil=True)
+def _no_fit_before(nofit, kept, n, span, start):
+    """``(x, nb)``: the latest ``x`` of the pass's bounds "no window of ``nb`` cores for ``db``
+    seconds starts before ``x``" (``nofit`` rows: cores, seconds, x; ``kept`` of them) that
+    holds for a job of ``n >= nb`` cores for ``span >= db`` seconds whose reservation begins at
+    ``start``: its windows before ``x`` contain one of those, which ends before ``x + db <= start``
+    (so before the job's own cores count). ``(-inf, 0)`` when none does."""
+    best, cores = -np.inf, 0
+    for b in range(kept):
+        x, db = nofit[2, b], nofit[1, b]
+        if x > best and nofit[0, b] <= n and db <= span and x + db <= start:
+            best, cores = x, nofit[0, b]
+    return best, int(cores)
+
+
+@njit(cache=True, nogil=True)
+def note_no_fit(nofit, kept, n, span, x):
+    """Adds the bound "no window of ``n`` cores for ``span`` seconds starts before ``x``" (the
+    oldest goes when ``len(nofit[0])`` are kept); returns how many are kept."""
+    if kept == nofit.shape[1]:
+        nofit[:, :kept - 1] = nofit[:, 1:]
+        kept -= 1
+    nofit[0, kept], nofit[1, kept], nofit[2, kept] = n, span, x
+    return kept + 1
+
+
+@njit(cache=True, nogil=True)
+def retreat_no_fit(nofit, kept, a):
+    """Cores were freed from ``a`` on: a bound holds only for the windows that end before ``a``
+    (slightly earlier, against rounding)."""
+    for b in range(kept):
+        x = a - nofit[1, b]
+        x -= 1e-9 * abs(x) + 1e-6
+        if nofit[2, b] > x:
+            nofit[2, b] = x
+
+
+@njit(cache=True, nogil=True)
 def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch,
-         log_a, log_b, log_n, log_base, log_count, checked, bound):
+         log_a, log_b, log_n, log_base, log_count, checked, bound, nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
     ``[cstart, cend)`` on the cores ``owned[crow]``; NaN: none): each future reservation that
     ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
@@ -494,7 +532,9 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     that bound plus the most cores freed since in intervals that one window before it meets
     (``_most_freed``) stays below its size, no earlier window can fit: only lower cores are looked
     for, and only if cores were freed during the reservation; else it is searched anew
-    (``reinsertion``), which also renews the bound."""
+    (``reinsertion``), which also renews the bound. A search starts after the starts that the
+    pass's earlier answers rule out (``nofit``, ``kept[0]`` bounds, as the counting model's
+    ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
     points, weights = np.empty(2 * len(log_a)), np.empty(2 * len(log_a), dtype=np.int64)
     while q < len(cn):
@@ -515,8 +555,13 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                 if during:
                     code = lower_cores(times, rows, pool, n, start, end, owned[row], n, scratch)
             else:
+                x, cores = _no_fit_before(nofit, kept[0], n, cspan[q], start)
+                first = 0 if x <= origin else np.searchsorted(times, x)
                 code, i, most = reinsertion(times, counts, rows, pool, cpool, origin, n, cspan[q], start, end,
-                                            owned[row], scratch)
+                                            owned[row], scratch, first)
+                if first > 0:
+                    most = max(most, cores - 1)
+        kept[0] = note_no_fit(nofit, kept[0], n, cspan[q], (origin if i == 0 else times[i]) if code == 1 else start)
         if code != 0:
             return q, code, i, most, earliest
         checked[row] = log_count
