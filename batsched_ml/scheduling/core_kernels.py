@@ -4,7 +4,11 @@ so an intersection or a popcount is a loop over machine words instead of a Pytho
 made anew at each step. The algorithms are ``CoreProfile``'s (``profile.py``), step for step where
 the steps decide what is read (counts first, the two-stack window queue, the bisection after a
 fragmented window), so the answers are the same: the first start whose window keeps ``n`` cores
-free throughout, and the lowest-numbered such cores.
+free throughout, and the lowest-numbered such cores. Where they skip more, each skip is a proof:
+a window's masks are folded only on the chunks with a core free throughout it (``_fold_words``),
+the bisection after a failing window uses a bound that is exact there and the chunk bound
+elsewhere (``_upper``), and the conservative pass (``scan``) re-examines a reservation only when
+what was freed since its last check could move it.
 
 All kernels are in this one file: numba checks a cached kernel against its own source file only.
 """
@@ -46,16 +50,10 @@ def _recount(row, chunks):
 
 
 @njit(cache=True, nogil=True)
-def _used_words(used):
-    """The indices of the words of ``used`` that hold a core."""
-    return np.flatnonzero(used)
-
-
-@njit(cache=True, nogil=True)
 def take(pool, cpool, rows, counts, i, j, used):
     """Slices ``[i, j)`` lose the cores ``used`` (words); their counts follow (only the words of
     ``used`` are read: a job's cores, not the machine's)."""
-    held = _used_words(used)
+    held = np.flatnonzero(used)  # the words that hold a core
     for k in range(i, j):
         row, chunks = pool[rows[k]], cpool[rows[k]]
         for w in held:
@@ -69,7 +67,7 @@ def take(pool, cpool, rows, counts, i, j, used):
 @njit(cache=True, nogil=True)
 def give_back(pool, cpool, rows, counts, i, j, used):
     """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts follow."""
-    held = _used_words(used)
+    held = np.flatnonzero(used)
     for k in range(i, j):
         row, chunks = pool[rows[k]], cpool[rows[k]]
         for w in held:
@@ -152,15 +150,6 @@ def _lowest(common, n, out):
             x ^= bit
             left -= 1
         out[w] = y
-
-
-@njit(cache=True, nogil=True)
-def _and_count(a, b):
-    """Set bits of ``a & b``."""
-    c = 0
-    for w in range(len(a)):
-        c += popcount(a[w] & b[w])
-    return c
 
 
 @njit(cache=True, nogil=True)
