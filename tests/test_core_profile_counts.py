@@ -18,6 +18,7 @@ from bisect import bisect_left, bisect_right
 import pytest
 
 from batsched_ml.protocol.coreset import lowest_bits
+from batsched_ml.scheduling import core_kernels
 from batsched_ml.scheduling.core_arrays import ArrayCoreProfile
 from batsched_ml.scheduling.core_profile import CoreProfile
 
@@ -95,15 +96,45 @@ def _same_state(fast: CoreProfile, plain: CoreProfile) -> None:
     assert (fast.times.tolist() if arrays else fast.times) == plain.times
     assert masks == plain.free
     assert list(fast.counts) == [mask.bit_count() for mask in masks]
+    if arrays:  # the chunk counts (kept in step by ``take``/``give_back``) are the masks' too
+        chunks = fast.cpool.copy()
+        core_kernels.recount(fast.pool, chunks, fast.rows)
+        assert (chunks[fast.rows] == fast.cpool[fast.rows]).all()
     assert fast.available_now() == plain.free[0].bit_count()
     assert fast.horizon_steps() == plain.horizon_steps()
 
 
-def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile) -> None:
+def _scanned_pass(fast: ArrayCoreProfile, plain: CoreProfile, jobs: dict) -> None:
+    """The conservative pass as ``ConservativeBackfilling._scanned_pass`` makes it: ``scan`` passes
+    over the reservations it finds unmoved (each must be unmoved by the plain re-insertion too) and
+    stops at each one that moves (to where the plain re-insertion puts it)."""
+    pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
+    arrays = fast.candidates([jobs[seq][0] for seq in pending], [jobs[seq][2] for seq in pending])
+    q = 0
+    while q < len(pending):
+        stop, code, moved, most, _ = fast.scan(q, fast.origin, arrays)
+        for seq in pending[q:stop]:
+            assert plain.reinsertion(jobs[seq][1], jobs[seq][2]) is None
+        if stop == len(pending):
+            return
+        assert code in (1, 2)
+        a, b, duration = jobs[pending[stop]]
+        assert moved == plain.reinsertion(b, duration)
+        start, used = moved
+        for profile, job in ((fast, a), (plain, b)):
+            profile.remove(job)
+            profile.place(job, start, start + duration, used)
+        fast.confirm(a, most)
+        q = stop + 1
+
+
+def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile, scanned: bool = False) -> None:
     """Random first fits, placements now, removals, moves of reservations (as the conservative
-    pass makes them) and advances of the present, applied to both profiles."""
+    pass makes them) and advances of the present, applied to both profiles. ``scanned``: the
+    passes by ``ArrayCoreProfile.scan`` (``_scanned_pass``), which skips the reservations that
+    nothing freed since their last check can move."""
     rng = random.Random(seed)
-    cores = rng.choice([64, 300, 1000, 4096])
+    cores = rng.choice([64, 300, 1000, 4096] + [3000, 8192] * scanned)
     now = 0.0
     fast, plain = fast_profile(cores, now), _PlainCoreProfile(cores, now)
     jobs: dict = {}  # seq -> (fast job, plain job, duration)
@@ -127,11 +158,15 @@ def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile) -> None:
                 if got is not None:
                     assert (got.start, got.end, got.used) == (expected.start, expected.end, expected.used)
                     jobs[step] = (a, b, duration)
+                    if scanned and rng.random() < 0.8:
+                        fast.confirm(a)  # its first fit (else never checked: searched in full)
         elif action < 0.6:
             seq = rng.choice(sorted(jobs))
             a, b, _ = jobs.pop(seq)
             fast.remove(a)
             plain.remove(b)
+        elif action < 0.85 and scanned:
+            _scanned_pass(fast, plain, jobs)
         elif action < 0.85:  # the conservative pass: every future reservation, in order
             for seq in sorted(jobs):
                 a, b, duration = jobs[seq]
@@ -169,6 +204,15 @@ def test_compiled_core_profile_gives_the_cores_of_the_plain_searches(seed):
     """``ArrayCoreProfile`` (masks as words, compiled searches: the cores model's compiled pass)
     through the same operations: same answers, slices and counts."""
     _random_run(seed, fast_profile=ArrayCoreProfile)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_scanned_passes_move_what_the_plain_reinsertions_move(seed):
+    """``scan`` skips the reservations that the cores freed since their last check cannot have
+    moved (its log of freed intervals, its bound on the earlier windows) and folds only the
+    chunks with a core free throughout: every reservation it passes over stays under the plain
+    re-insertion too, and each one it stops at moves where the plain one moves it."""
+    _random_run(1000 + seed, steps=250, fast_profile=ArrayCoreProfile, scanned=True)
 
 
 def test_compiled_core_profile_converts_both_ways():

@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import json
 import math
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -293,6 +294,26 @@ def _register(term, running, bins):
             term.add(job, start, upper, cond[keep], np.minimum(bins.hi[keep], upper), bins.lo[keep])
 
 
+def test_a_pass_drops_the_events_up_to_now_and_time_only_moves_on():
+    """The events a pass leaves behind are never read again: the table keeps only the later
+    ones (its size follows the running jobs' future, not their past; the same outlook as a
+    table that never saw the earlier pass), and a pass at an earlier time, which would need
+    them, is refused."""
+    rng = np.random.default_rng(3)
+    bins = RuntimeBins(1.8, 1e4)
+    running = _running_jobs(rng, 8, bins)
+    term, fresh = RunningTerminations(1e-6), RunningTerminations(1e-6)
+    _register(term, running, bins)
+    _register(fresh, running, bins)
+    term.snapshot(0.0)
+    term.snapshot(1500.0)
+    for got, want in zip(term.snapshot(2500.0), fresh.snapshot(2500.0)):
+        np.testing.assert_array_equal(got, want)
+    assert term.earliest_release(2500.0, 3) == fresh.earliest_release(2500.0, 3)
+    with pytest.raises(ValueError):
+        term.snapshot(2000.0)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_running_events_are_algorithm_1_at_every_pass(seed):
     """The events after ``now`` carry P(ended by then) re-conditioned on the elapsed time
@@ -304,8 +325,9 @@ def test_running_events_are_algorithm_1_at_every_pass(seed):
     running = _running_jobs(rng, int(rng.integers(3, 12)), bins)
     term = RunningTerminations(1e-6)
     _register(term, running[:3], bins)
-    for now in sorted(rng.uniform(0.0, 6000.0, 4)):
-        term.snapshot(float(now))  # an earlier pass: merges what is pending
+    earlier = sorted(rng.uniform(0.0, 6000.0, 4))
+    for now in earlier:
+        term.snapshot(float(now))  # an earlier pass: merges what is pending, drops the events up to now
     _register(term, running[3:], bins)
     gone = set(rng.choice(len(running), size=len(running) // 3, replace=False).tolist())
     for i in sorted(gone):
@@ -313,7 +335,7 @@ def test_running_events_are_algorithm_1_at_every_pass(seed):
     alive = [r for i, r in enumerate(running) if i not in gone]
     fresh = RunningTerminations(1e-6)
     _register(fresh, alive, bins)
-    for now in sorted(rng.uniform(0.0, 6000.0, 6)):
+    for now in sorted(rng.uniform(earlier[-1], 6000.0, 6)):  # passes go forward in time
         now = float(now)
         end, owner, p, cores = term.snapshot(now)
         for got, want in zip((end, owner, p, cores), fresh.snapshot(now)):
@@ -611,6 +633,26 @@ def _release_dp_check():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_recorded_batches_replay_bit_for_bit_and_a_changed_risk_is_caught(tmp_path, capsys):
+    """``benchmarks/bench_release_outlooks.py``: the batches a run asked the DP for, replayed,
+    give the same decisions and accepted risks (exit 0); a recording whose accepted risk differs
+    in its last bit is reported (exit 1)."""
+    spec = importlib.util.spec_from_file_location("bench_release_outlooks",
+                                                  ROOT / "benchmarks/bench_release_outlooks.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    path = tmp_path / "batches.pkl"
+    assert bench.main(["--record", str(path), "--jobs", "150", "--cores", "2048"]) == 0
+    assert bench.main(["--replay", str(path), "--rounds", "1"]) == 0
+    assert "another decision or accepted risk: 0" in capsys.readouterr().out
+    data = pickle.loads(path.read_bytes())
+    tampered = next(b for b in data["batches"] if ((b[-1] > 0) & (b[-1] < b[-2])).any())
+    at = int(np.flatnonzero((tampered[-1] > 0) & (tampered[-1] < tampered[-2]))[0])
+    tampered[-1][at] = np.nextafter(tampered[-1][at], 1.0)
+    path.write_bytes(pickle.dumps(data))
+    assert bench.main(["--replay", str(path), "--rounds", "1"]) == 1
 
 
 @pytest.mark.parametrize("tau", [0.05, 0.0])

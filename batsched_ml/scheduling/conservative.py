@@ -30,7 +30,9 @@ case, never pay numba's import). With batsched's model, from ``CORES_COMPILED_FR
 queued jobs on a machine of ``CORES_COMPILED_MACHINE`` cores or more, the profile's masks
 become rows of machine words searched by compiled kernels (``ArrayCoreProfile``) and one
 compiled call passes over the reservations that stay (``_scanned_pass``), with the same
-schedules. Option ``compiled``: true/false forces either, in both models.
+schedules: it searches a reservation again only when the cores freed since it was last found to
+be its own first fit could move it (``core_kernels.scan``). Option ``compiled``: true/false
+forces either, in both models.
 """
 
 from __future__ import annotations
@@ -193,7 +195,7 @@ class ConservativeBackfilling(ProfileScheduler):
         """The pass above in batsched's model, with ``ArrayCoreProfile``: one compiled call
         (``scan``) passes over the reservations that stay as they are (most of a long queue)
         and stops at each candidate that moves or has no future reservation, which is placed
-        here as above."""
+        here as above and ``confirm``-ed as its first fit (what lets ``scan`` skip it later)."""
         now, profile = ctx.now, self.profile
         self.refresh_profile(now)
         candidates = self.pass_candidates(now)
@@ -201,7 +203,7 @@ class ConservativeBackfilling(ProfileScheduler):
         arrays = profile.candidates(candidates, spans)
         q = 0
         while q < len(candidates):
-            q, code, moved, earliest = profile.scan(q, now, arrays)
+            q, code, moved, most, earliest = profile.scan(q, now, arrays)
             self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``
             if q == len(candidates):
                 break
@@ -214,7 +216,10 @@ class ConservativeBackfilling(ProfileScheduler):
             else:
                 profile.remove_if_present(job)
                 placement = profile.add_first_fit(job, span)
+                most = None  # no bound known on the windows before it
             self.settle(ctx, job, placement, reserved)
+            if not placement.started_now and profile.placed.get(job) is placement:
+                profile.confirm(job, most)  # a reservation at its first fit
             q += 1
         self.wake_at_next_reservation(ctx)
         self.end_pass(ctx)

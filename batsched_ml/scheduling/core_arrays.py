@@ -8,7 +8,12 @@ there. Here each slice's free cores are a row of ``pool`` (``rows[k]``: slice ``
 own: a split copies it), changed in place by the kernels, and only a placement's cores cross
 between the two forms (a Python int mask in ``Placement.used``, as ``CoreProfile`` keeps it).
 Same slices, same counts, same answers as ``CoreProfile``, operation for operation
-(``tests/test_core_arrays.py``).
+(``tests/test_core_profile_counts.py``).
+
+It also logs where and how many cores it frees (``_give_back``), and keeps for each reservation
+when it was last found to be its own first fit and a bound on the cores free in the windows
+before it then: ``scan`` passes over a reservation that what was freed since cannot have moved
+without searching (see ``core_kernels.scan``).
 """
 
 from __future__ import annotations
@@ -37,7 +42,11 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+           "_owned_rows", "_checked", "_bound", "_log_a", "_log_b", "_log_n", "_log_base",
+           "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+
+FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
+NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
 
 class ArrayCoreProfile(CoreProfile):
@@ -68,7 +77,14 @@ class ArrayCoreProfile(CoreProfile):
                          np.empty(nwords, dtype=np.uint64), np.empty((len(copy.pool), nchunks), dtype=np.int32),
                          np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32))
         del copy.free
+        copy._log_a, copy._log_b = np.empty(FREED_LOG), np.empty(FREED_LOG)
+        copy._log_n = np.empty(FREED_LOG, dtype=np.int64)
+        copy._nofit = np.zeros((3, NO_FIT_KEPT))  # ``scan``'s bounds "no window of n cores for d s before x"
+        copy._kept = np.zeros(1, dtype=np.int64)  # how many
+        copy._log_base = copy._log_count = 0  # entry e of the log at e - _log_base
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
+        copy._checked = np.full(len(copy._owned), -1, dtype=np.int64)
+        copy._bound = np.zeros(len(copy._owned), dtype=np.int64)
         copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
         copy._owned_rows = {}
         for job, placement in copy.placed.items():
@@ -95,16 +111,39 @@ class ArrayCoreProfile(CoreProfile):
         """Each slice's free cores as a Python int mask (``CoreProfile.free``)."""
         return [self._mask(self.pool[r]) for r in self.rows.tolist()]
 
-    # -- each placement's cores as words (``_owned[_owned_rows[job]]``), for ``scan``
+    # -- each placement's cores as words (``_owned[_owned_rows[job]]``), for ``scan``, with the log's
+    # length when it was last found to be its first fit (``_checked``, -1: never) and the bound then
     def _keep_owned(self, job, used: int) -> None:
         row = self._owned_rows.get(job)
         if row is None:
             if not self._owned_spare:
                 size = len(self._owned)
                 self._owned = np.concatenate([self._owned, np.zeros_like(self._owned)])
+                self._checked = np.concatenate([self._checked, np.full(size, -1, dtype=np.int64)])
+                self._bound = np.concatenate([self._bound, np.zeros(size, dtype=np.int64)])
                 self._owned_spare = list(range(2 * size - 1, size - 1, -1))
             row = self._owned_rows[job] = self._owned_spare.pop()
         self._owned[row] = self._words(used)
+        self._checked[row] = -1
+
+    def confirm(self, job, most: int | None = None) -> None:
+        """``job``'s reservation was just placed at its first fit (``add_first_fit``, or where
+        ``scan`` found it, with its bound ``most``; None: unknown)."""
+        row = self._owned_rows[job]
+        self._checked[row] = self._log_count
+        self._bound[row] = job.res - 1 if most is None else most
+
+    def _log_freed(self, i: int, j: int, used: int) -> None:
+        """The cores ``used`` were freed in slices ``[i, j)``."""
+        if self._log_count - self._log_base == FREED_LOG:
+            self._log_base = self._log_count  # start again: every reservation checked before is searched in full
+        e = self._log_count - self._log_base
+        self._log_a[e] = self.times[i]
+        self._log_b[e] = self.times[j] if j < len(self.times) else np.inf
+        self._log_n[e] = used.bit_count()
+        self._log_count += 1
+        if self._kept[0]:
+            self._k.retreat_no_fit(self._nofit, self._kept[0], self._log_a[e])
 
     def _register(self, job, p):
         self._keep_owned(job, p.used)
@@ -136,16 +175,19 @@ class ArrayCoreProfile(CoreProfile):
                 np.array(starts, dtype=np.float64), np.array(ends, dtype=np.float64), np.array(rows, dtype=np.int64))
 
     def scan(self, q: int, now: float, arrays: tuple) -> tuple:
-        """``core_kernels.scan`` from candidate ``q`` on: ``(q, code, moved, earliest)``, ``moved``
-        the ``(start, cores)`` of a candidate that moves (code 1 or 2, as ``reinsertion``)."""
+        """``core_kernels.scan`` from candidate ``q`` on: ``(q, code, moved, most, earliest)``, ``moved``
+        the ``(start, cores)`` of a candidate that moves (code 1 or 2, as ``reinsertion``), ``most``
+        its bound for ``confirm``."""
         self._room()
-        q, code, i, earliest = self._k.scan(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin,
-                                            now, q, *arrays, self._owned, self._scratch)
+        q, code, i, most, earliest = self._k.scan(
+            self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
+            self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
+            self._bound, self._nofit, self._kept)
         moved = None
         if code > 0:
             start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
             moved = float(start), self._mask(self._scratch[2])
-        return q, code, moved, float(earliest)
+        return q, code, moved, int(most), float(earliest)
 
     # -- slices
     def _new_row(self) -> int:
@@ -217,6 +259,7 @@ class ArrayCoreProfile(CoreProfile):
         self._k.take(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
 
     def _give_back(self, i, j, used):
+        self._log_freed(i, j, used)
         self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
 
     def _find(self, n: int, duration: float, first_only: bool = False, *, starts: int | None = None,
@@ -225,8 +268,8 @@ class ArrayCoreProfile(CoreProfile):
         self._room()
         words = self._words(own)
         self._k.own_counts(words, self._scratch)
-        i = self._k.find(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, n, duration, stop,
-                         words, own_size, self._scratch)
+        i, _ = self._k.find(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, n, duration,
+                            stop, words, own_size, self._scratch)
         return None if i < 0 else (i, self._mask(self._scratch[2]))
 
     def reinsertion(self, job, duration: float):
@@ -236,8 +279,8 @@ class ArrayCoreProfile(CoreProfile):
             raise ValueError("reinsertion needs a future reservation of the same duration")
         own = placed.used
         self._room()
-        code, i = self._k.reinsertion(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, job.res,
-                                      duration, start, placed.end, self._words(own), self._scratch)
+        code, i, _ = self._k.reinsertion(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin,
+                                         job.res, duration, start, placed.end, self._words(own), self._scratch)
         if code == 0:
             return None
         if code == 1:

@@ -4,7 +4,11 @@ so an intersection or a popcount is a loop over machine words instead of a Pytho
 made anew at each step. The algorithms are ``CoreProfile``'s (``profile.py``), step for step where
 the steps decide what is read (counts first, the two-stack window queue, the bisection after a
 fragmented window), so the answers are the same: the first start whose window keeps ``n`` cores
-free throughout, and the lowest-numbered such cores.
+free throughout, and the lowest-numbered such cores. Where they skip more, each skip is a proof:
+a window's masks are folded only on the chunks with a core free throughout it (``_fold_words``),
+the bisection after a failing window uses a bound that is exact there and the chunk bound
+elsewhere (``_upper``), and the conservative pass (``scan``) re-examines a reservation only when
+what was freed since its last check could move it.
 
 All kernels are in this one file: numba checks a cached kernel against its own source file only.
 """
@@ -47,22 +51,31 @@ def _recount(row, chunks):
 
 @njit(cache=True, nogil=True)
 def take(pool, cpool, rows, counts, i, j, used):
-    """Slices ``[i, j)`` lose the cores ``used`` (words); their counts are recounted."""
+    """Slices ``[i, j)`` lose the cores ``used`` (words); their counts follow (only the words of
+    ``used`` are read: a job's cores, not the machine's)."""
+    held = np.flatnonzero(used)  # the words that hold a core
     for k in range(i, j):
-        row = pool[rows[k]]
-        for w in range(len(used)):
-            row[w] &= ~used[w]
-        counts[k] = _recount(row, cpool[rows[k]])
+        row, chunks = pool[rows[k]], cpool[rows[k]]
+        for w in held:
+            lost = popcount(row[w] & used[w])
+            if lost:
+                row[w] &= ~used[w]
+                chunks[w // CHUNK] -= lost
+                counts[k] -= lost
 
 
 @njit(cache=True, nogil=True)
 def give_back(pool, cpool, rows, counts, i, j, used):
-    """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts are recounted."""
+    """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts follow."""
+    held = np.flatnonzero(used)
     for k in range(i, j):
-        row = pool[rows[k]]
-        for w in range(len(used)):
-            row[w] |= used[w]
-        counts[k] = _recount(row, cpool[rows[k]])
+        row, chunks = pool[rows[k]], cpool[rows[k]]
+        for w in held:
+            gained = popcount(used[w] & ~row[w])
+            if gained:
+                row[w] |= used[w]
+                chunks[w // CHUNK] += gained
+                counts[k] += gained
 
 
 @njit(cache=True, nogil=True)
@@ -140,15 +153,6 @@ def _lowest(common, n, out):
 
 
 @njit(cache=True, nogil=True)
-def _and_count(a, b):
-    """Set bits of ``a & b``."""
-    c = 0
-    for w in range(len(a)):
-        c += popcount(a[w] & b[w])
-    return c
-
-
-@njit(cache=True, nogil=True)
 def _chunk_bound(kept, ctail):
     """An upper bound on the cores free throughout a window: per chunk, the fewest free in one
     of its slices (``kept`` for the slices up to the split, ``ctail`` after), summed."""
@@ -191,7 +195,56 @@ def _fold_chunks(cpool, rows, i, k, stop, owncc, csuffix, ctail, fresh, end):
 
 
 @njit(cache=True, nogil=True)
-def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch):
+def _fold_words(pool, rows, i, k, stop, own, chunks, nchunks, suffix, tail, fresh, end):
+    """The words' window queue (as ``_Windows``), on the words of the ``nchunks`` chunks ``chunks``
+    only: fold ``[i, k)`` backwards into ``suffix`` when ``fresh``, else extend ``tail`` over
+    ``[end, k)``."""
+    nwords = len(tail)
+    for a in range(nchunks):
+        lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
+        if fresh:
+            for w in range(lo, hi):
+                tail[w] = _ALL
+            for m in range(k - 1, i - 1, -1):
+                row, dest = pool[rows[m]], suffix[m - i]
+                if m < stop:
+                    for w in range(lo, hi):
+                        tail[w] &= row[w]
+                        dest[w] = tail[w]
+                else:
+                    for w in range(lo, hi):
+                        tail[w] &= row[w] | own[w]
+                        dest[w] = tail[w]
+            for w in range(lo, hi):
+                tail[w] = _ALL
+        else:
+            for m in range(end, k):
+                row = pool[rows[m]]
+                if m < stop:
+                    for w in range(lo, hi):
+                        tail[w] &= row[w]
+                else:
+                    for w in range(lo, hi):
+                        tail[w] &= row[w] | own[w]
+
+
+@njit(cache=True, nogil=True)
+def _upper(kept, tail, chunks, nchunks, folded, kept_chunks, ctail):
+    """An upper bound on the cores free throughout a window: exact on the words of the folded
+    ``chunks`` (``kept & tail``), the chunk bound (``kept_chunks``, ``ctail``) on the others."""
+    nwords = len(tail)
+    size = 0
+    for a in range(nchunks):
+        for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
+            size += popcount(kept[w] & tail[w])
+    for c in range(len(ctail)):
+        if not folded[c]:
+            size += min(kept_chunks[c], ctail[c])
+    return size
+
+
+@njit(cache=True, nogil=True)
+def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch, first=0):
     """``CoreProfile._find``: the first slice ``i < stop`` from which ``n`` cores stay free for
     ``duration`` (-1 if none), its lowest such cores in ``out``; from slice ``stop`` on the cores
     of ``own`` (``own_size`` of them) count as free too. ``scratch``: ``(suffix, tail, out,
@@ -201,15 +254,24 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
     A window that passes the counts is first bounded by the chunk counts (``_chunk_bound``;
     most windows of a fragmented machine fail there, at a sixteenth of the cost), with a window
     queue of its own: a failing bound skips every start whose window holds the failing part, as
-    the words' ``after_failing`` does. Only a window whose bound passes is intersected."""
+    the words' ``after_failing`` does. Only a window whose bound passes is intersected.
+
+    Returns ``(i, most)``, ``most`` an upper bound on the cores free throughout each window tried or
+    skipped before ``i`` (each skip rule bounds the windows it skips: a slice's count, a chunk bound,
+    an intersection's size), so below ``n`` when none fits. ``first``: the starts before that slice
+    are known to fail (not counted in ``most``)."""
     suffix, tail, out, csuffix, ctail, owncc = scratch
     last = len(times)
-    nwords = len(tail)
+    nwords, nchunks = len(tail), len(ctail)
+    chunks = np.empty(nchunks, dtype=np.int64)  # the chunks whose words the words' queue folds
+    folded = np.zeros(nchunks, dtype=np.bool_)
+    nfolded = 0
     base = split = end = 0  # the words' window queue: suffix[j - base] = slices j .. split-1
     cbase = csplit = cend = 0  # the chunks' one
-    i = passed = 0
+    i, passed, most = first, 0, 0
     while i < stop:
         if counts[i] < n:
+            most = max(most, counts[i])
             i += 1
             continue
         window_end = (origin if i == 0 else times[i]) + duration
@@ -220,7 +282,8 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
                 broke = True
                 break
             k += 1
-        if broke:
+        if broke:  # every start up to k has slice k in its window
+            most = max(most, counts[k] + (own_size if k >= stop else 0))
             i = k + 1
             continue
         passed = k
@@ -230,65 +293,70 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
             cbase, csplit, cend = i, k, k
         else:
             cend = max(cend, k)
-        if _chunk_bound(csuffix[i - cbase], ctail) < n:
+        bound = _chunk_bound(csuffix[i - cbase], ctail)
+        if bound < n:
             lo, hi = i, csplit - 1  # the last start up to hi whose bound still fails
-            if _chunk_bound(csuffix[hi - cbase], ctail) < n:
+            top = _chunk_bound(csuffix[hi - cbase], ctail)
+            if top < n:  # the bounds grow with the start: the last one bounds the windows skipped
+                most = max(most, top)
                 i = hi + 1
                 continue
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                if _chunk_bound(csuffix[mid - cbase], ctail) < n:
-                    lo = mid
+                middle = _chunk_bound(csuffix[mid - cbase], ctail)
+                if middle < n:
+                    lo, bound = mid, middle
                 else:
                     hi = mid
+            most = max(most, bound)
             i = lo + 1
             continue
-        if i >= split:  # nothing kept for this start: fold [i, k) backwards
-            for w in range(nwords):
-                tail[w] = _ALL
-            for m in range(k - 1, i - 1, -1):
-                row = pool[rows[m]]
-                dest = suffix[m - i]
-                if m < stop:
-                    for w in range(nwords):
-                        tail[w] &= row[w]
-                        dest[w] = tail[w]
-                else:
-                    for w in range(nwords):
-                        tail[w] &= row[w] | own[w]
-                        dest[w] = tail[w]
+        # only the chunks with a core free in every slice of the window can hold its cores: the
+        # words' queue folds those (its chunks), and is folded anew when a window needs others
+        kept_chunks = csuffix[i - cbase]
+        fresh = i >= split
+        for c in range(nchunks):
+            if not folded[c] and min(kept_chunks[c], ctail[c]) > 0:
+                fresh = True
+                break
+        if fresh:
+            nfolded = 0
+            for c in range(nchunks):
+                folded[c] = min(kept_chunks[c], ctail[c]) > 0
+                if folded[c]:
+                    chunks[nfolded] = c
+                    nfolded += 1
+        _fold_words(pool, rows, i, k, stop, own, chunks, nfolded, suffix, tail, fresh, end)
+        if fresh:
             base, split, end = i, k, k
-            for w in range(nwords):
-                tail[w] = _ALL
         else:
-            for m in range(end, k):
-                row = pool[rows[m]]
-                if m < stop:
-                    for w in range(nwords):
-                        tail[w] &= row[w]
-                else:
-                    for w in range(nwords):
-                        tail[w] &= row[w] | own[w]
             end = max(end, k)
         kept = suffix[i - base]
-        if _and_count(kept, tail) >= n:
-            for w in range(nwords):
-                out[w] = kept[w] & tail[w]
+        size = _upper(kept, tail, chunks, nfolded, folded, kept_chunks, ctail)  # exact: no other chunk has a core
+        if size >= n:
+            out[:] = 0
+            for a in range(nfolded):
+                for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
+                    out[w] = kept[w] & tail[w]
             _lowest(out.copy(), n, out)
-            return i
-        # _Windows.after_failing: the last start up to split-1 whose window still fails
-        lo, hi = i, split - 1
-        if _and_count(suffix[hi - base], tail) < n:
+            return i, most
+        # _Windows.after_failing on that bound: the last start up to both queues' split whose bound fails
+        lo, hi = i, min(split, csplit) - 1
+        top = _upper(suffix[hi - base], tail, chunks, nfolded, folded, csuffix[hi - cbase], ctail)
+        if top < n:
+            most = max(most, top)
             i = hi + 1
             continue
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if _and_count(suffix[mid - base], tail) < n:
-                lo = mid
+            middle = _upper(suffix[mid - base], tail, chunks, nfolded, folded, csuffix[mid - cbase], ctail)
+            if middle < n:
+                lo, size = mid, middle
             else:
                 hi = mid
+        most = max(most, size)
         i = lo + 1
-    return -1
+    return -1, most
 
 
 @njit(cache=True, nogil=True)
@@ -335,21 +403,28 @@ def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
 
 
 @njit(cache=True, nogil=True)
-def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch):
+def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch, first=0):
     """``CoreProfile.reinsertion`` for a future reservation ``[start, reserved_end)`` on the cores
-    ``own``: ``(0, -1)`` when it stays as it is, ``(1, i)`` when it fits earlier from slice ``i``,
-    ``(2, -1)`` when it keeps its start on other (lower-numbered) cores; the cores in
-    ``scratch``'s ``out``."""
-    tail, out = scratch[1], scratch[2]
+    ``own``: ``(0, -1, most)`` when it stays as it is, ``(1, i, most)`` when it fits earlier from slice
+    ``i``, ``(2, -1, most)`` when it keeps its start on other (lower-numbered) cores; the cores in
+    ``scratch``'s ``out``; ``most``: ``find``'s bound on the windows before its (new) start."""
     own_size = _recount(own, scratch[5])
     starts = np.searchsorted(times, start)  # the slices that begin before the reservation
-    i = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch)
+    i, most = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch, first)
     if i >= 0:
-        return 1, i
+        return 1, i, most
+    return lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch), -1, most
+
+
+@njit(cache=True, nogil=True)
+def lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch):
+    """2 when a reservation ``[start, reserved_end)`` on the cores ``own`` that cannot start earlier
+    would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0."""
+    tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
     stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
     if own_size == n and _keeps_its_cores(pool, rows, first, stop, own, n, tail):
-        return 0, -1
+        return 0
     nwords = len(tail)
     for w in range(nwords):
         tail[w] = _ALL
@@ -360,27 +435,126 @@ def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, re
     _lowest(tail, n, out)
     for w in range(nwords):
         if out[w] != own[w]:
-            return 2, -1
-    return 0, -1
+            return 2
+    return 0
 
 
 @njit(cache=True, nogil=True)
-def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch):
+def _most_freed(log_a, log_b, log_n, first, last, now, start, span, points, weights):
+    """The most cores that log entries ``[first, last)`` freed in intervals met by one window of
+    ``span`` seconds starting from ``now`` to ``start``: a window from ``t`` meets ``[a, b)`` when
+    ``a - span < t < b`` (widened a little against rounding: only the bound loosens), so this is
+    the heaviest point of those intervals clipped to ``[now, start)`` (a sweep)."""
+    m, half = 0, len(points) // 2
+    for e in range(first, last):
+        lo = log_a[e] - span
+        lo -= 1e-9 * abs(lo) + 1e-6
+        hi = min(log_b[e], start)
+        if lo < hi and hi > now:
+            points[m], weights[m] = lo, log_n[e]
+            points[half + m], weights[half + m] = hi, -log_n[e]
+            m += 1
+    # the ends after the starts: a stable sort puts a start first at a tie (a heavier point)
+    points[m:2 * m] = points[half:half + m]
+    weights[m:2 * m] = weights[half:half + m]
+    order = np.argsort(points[:2 * m], kind="mergesort")
+    most = load = 0
+    for r in order:
+        load += weights[r]
+        most = max(most, load)
+    return most
+
+
+@njit(cache=True, nogil=True)
+def _no_fit_before(nofit, kept, n, span, start):
+    """``(x, nb)``: the latest ``x`` of the pass's bounds "no window of ``nb`` cores for ``db``
+    seconds starts before ``x``" (``nofit`` rows: cores, seconds, x; ``kept`` of them) that
+    holds for a job of ``n >= nb`` cores for ``span >= db`` seconds whose reservation begins at
+    ``start``: its windows before ``x`` contain one of those, which ends before ``x + db <= start``
+    (so before the job's own cores count). ``(-inf, 0)`` when none does."""
+    best, cores = -np.inf, 0
+    for b in range(kept):
+        x, db = nofit[2, b], nofit[1, b]
+        if x > best and nofit[0, b] <= n and db <= span and x + db <= start:
+            best, cores = x, nofit[0, b]
+    return best, int(cores)
+
+
+@njit(cache=True, nogil=True)
+def note_no_fit(nofit, kept, n, span, x):
+    """Adds the bound "no window of ``n`` cores for ``span`` seconds starts before ``x``" (the
+    oldest goes when ``len(nofit[0])`` are kept); returns how many are kept."""
+    if kept == nofit.shape[1]:
+        nofit[:, :kept - 1] = nofit[:, 1:]
+        kept -= 1
+    nofit[0, kept], nofit[1, kept], nofit[2, kept] = n, span, x
+    return kept + 1
+
+
+@njit(cache=True, nogil=True)
+def retreat_no_fit(nofit, kept, a):
+    """Cores were freed from ``a`` on: a bound holds only for the windows that end before ``a``
+    (slightly earlier, against rounding)."""
+    for b in range(kept):
+        x = a - nofit[1, b]
+        x -= 1e-9 * abs(x) + 1e-6
+        if nofit[2, b] > x:
+            nofit[2, b] = x
+
+
+@njit(cache=True, nogil=True)
+def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch,
+         log_a, log_b, log_n, log_base, log_count, checked, bound, nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
     ``[cstart, cend)`` on the cores ``owned[crow]``; NaN: none): each future reservation that
-    ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, earliest)`` at the first
-    candidate that is not a future reservation of its span (code -1) or that moves (``reinsertion``'s
-    code and slice, cores in ``out``), or ``(len(cn), 0, -1, earliest)``; ``earliest``: the
-    earliest start of the reservations passed over."""
+    ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
+    first candidate that is not a future reservation of its span (code -1) or that moves
+    (``reinsertion``'s code, slice and bound, cores in ``out``), or ``(len(cn), 0, -1, 0, earliest)``;
+    ``earliest``: the earliest start of the reservations passed over.
+
+    Only cores freed since a reservation was last found to be its own first fit can move it
+    (taking cores or time passing never makes a window fit, nor frees a lower core). The profile
+    logs every interval it frees cores in (``log_a``/``log_b``, ``log_n`` cores, entry ``e`` at
+    ``e - log_base``, ``log_count`` entries so far); ``checked[crow[q]]`` is the log's length when
+    the reservation was last found to be its first fit (below ``log_base``: unknown) and
+    ``bound[crow[q]]`` then bounded the cores free throughout each window before its start. While
+    that bound plus the most cores freed since in intervals that one window before it meets
+    (``_most_freed``) stays below its size, no earlier window can fit: only lower cores are looked
+    for, and only if cores were freed during the reservation; else it is searched anew
+    (``reinsertion``), which also renews the bound. A search starts after the starts that the
+    pass's earlier answers rule out (``nofit``, ``kept[0]`` bounds, as the counting model's
+    ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
+    points, weights = np.empty(2 * len(log_a)), np.empty(2 * len(log_a), dtype=np.int64)
     while q < len(cn):
-        start = cstart[q]
-        if not (start > now and cend[q] == start + cspan[q]):
-            return q, -1, -1, earliest
-        code, i = reinsertion(times, counts, rows, pool, cpool, origin, cn[q], cspan[q], start, cend[q],
-                              owned[crow[q]], scratch)
+        start, end, row, n = cstart[q], cend[q], crow[q], cn[q]
+        if not (start > now and end == start + cspan[q]):
+            return q, -1, -1, 0, earliest
+        since = checked[row]
+        code, i, most = 0, -1, bound[row]
+        if since < log_count:
+            freed, during = 0, False
+            if since >= log_base:
+                freed = _most_freed(log_a, log_b, log_n, since - log_base, log_count - log_base, now, start,
+                                    cspan[q], points, weights)
+                for e in range(since - log_base, log_count - log_base):
+                    during = during or (log_a[e] < end and log_b[e] > start)
+            if since >= log_base and most + freed < n:
+                most += freed
+                if during:
+                    code = lower_cores(times, rows, pool, n, start, end, owned[row], n, scratch)
+            else:
+                x, cores = _no_fit_before(nofit, kept[0], n, cspan[q], start)
+                first = 0 if x <= origin else np.searchsorted(times, x)
+                code, i, most = reinsertion(times, counts, rows, pool, cpool, origin, n, cspan[q], start, end,
+                                            owned[row], scratch, first)
+                if first > 0:
+                    most = max(most, cores - 1)
+        kept[0] = note_no_fit(nofit, kept[0], n, cspan[q], (origin if i == 0 else times[i]) if code == 1 else start)
         if code != 0:
-            return q, code, i, earliest
+            return q, code, i, most, earliest
+        checked[row] = log_count
+        bound[row] = most
         earliest = min(earliest, start)
         q += 1
-    return q, 0, -1, earliest
+    return q, 0, -1, 0, earliest

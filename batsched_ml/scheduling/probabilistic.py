@@ -281,7 +281,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         masses, ends = table.masses[rows], now + table.ends[rows]
         if len(times) == len(cores):
             return point_mass_risks(times, owners, cores, missing, sizes, masses, ends)
-        return ReleaseOutlook(times, owners, cum, cores, missing, sizes.tolist()).risks(sizes, masses, ends, self.tau)
+        return ReleaseOutlook(times, owners, cum, cores, missing, sizes).risks(sizes, masses, ends, self.tau)
 
     # --------------------------------------------------------------- report
     def _resolve_checks(self) -> None:

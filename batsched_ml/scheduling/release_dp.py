@@ -65,7 +65,7 @@ class ReleaseOutlook:
         self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
         self.units = cores // unit
         self.missing = int(missing)
-        self.sizes = np.array(sorted(set(sizes)), dtype=np.int64)
+        self.sizes = np.unique(np.asarray(sizes, dtype=np.int64))
         self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
         self.hi = (self.missing + self.sizes - 1) // unit  # ... < c_q + r
         self.width = max(int(self.hi.max(initial=0)), self.lo) + 1
@@ -198,7 +198,8 @@ class RunningTerminations:
         self._pending: list = []
         self._gone: set = set()
         self._built = None
-        self._view = None  # (now, position of the first event after now, each job's first event there)
+        self._view = None  # (now, each job's first event after now)
+        self._latest = -math.inf  # the latest pass: the events up to it are dropped
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -269,57 +270,60 @@ class RunningTerminations:
         return self._built
 
     def _at(self, now: float):
-        """``(k, first)``: the events after ``now`` start at ``k``; ``first[i]`` is job i's first
-        of them (relative to k), -1 if it has none left. Shared by a pass's screen and outlook."""
+        """``(built, first)`` with the events up to ``now`` dropped: ``first[i]`` is job i's first
+        event after now, -1 if it has none left. Shared by a pass's screen and outlook."""
         built = self._built or self._build()
         view = self._view
         if view is not None and view[0] == now:
-            return built, view[1], view[2]
-        owner = built[5]
+            return built, view[1]
+        if now < self._latest:
+            raise ValueError(f"a pass at {now} after one at {self._latest}: the events before are dropped")
+        self._latest = now
         k = int(built[4].searchsorted(now, side="right"))
-        rest = owner[k:]
+        if k:  # never read again (time only moves on): the table keeps the later events only
+            self._ev = self._ev[:, k:]
+            built = self._built = built[:4] + tuple(column[k:] for column in built[4:])
+        owner = built[5]
         first = np.full(len(built[0]), -1, dtype=np.int64)
-        first[rest[::-1]] = np.arange(len(rest) - 1, -1, -1)  # events are in time order
-        self._view = (now, k, first)
-        return built, k, first
+        first[owner[::-1]] = np.arange(len(owner) - 1, -1, -1)  # events are in time order
+        self._view = (now, first)
+        return built, first
 
     def earliest_release(self, now: float, missing: int) -> float:
         """The earliest time at which the running jobs can have released ``missing`` cores
         (each job's first possible end after now); infinity if they cannot. A candidate that
         surely ends by then cannot delay the head: no outlook is needed for it."""
-        built, k, pos = self._at(now)
+        built, pos = self._at(now)
         cores, limits, end = built[0], built[2], built[4]
         n = len(cores)
         if n == 0:
             return math.inf
         if pos.min() >= 0:  # the usual case: every job has a bin left, its first remaining bin end
-            first = end[k:][pos]
+            first = end[pos]
         else:
             first = np.where(limits > now, limits, now + self.grace)  # no bin left: at the walltime
             alive = pos >= 0
-            first[alive] = end[k:][pos[alive]]
+            first[alive] = end[pos[alive]]
         order = first.argsort(kind="stable")
         reached = cores[order].cumsum().searchsorted(missing, side="left")
         return float(first[order[reached]]) if reached < n else math.inf
 
     def snapshot(self, now: float):
         """``(times, owners, cum, cores)`` of the events after ``now``, for :class:`ReleaseOutlook`."""
-        built, k, first = self._at(now)
+        built, first = self._at(now)
         cores, starts, limits, totals, end, owner, mass, rel_lo, log_end, log_width, cum = built
         n = len(cores)
-        end, owner, cum = end[k:], owner[k:], cum[k:]
         # first remaining event of each job: the bin holding its elapsed time, cut log-uniformly
         alive = first >= 0
         every = bool(alive.all())  # the usual case: no per-job selection needed
         f = first if every else first[alive]
-        fk = f + k
         elapsed = now - (starts if every else starts[alive])
-        keep = mass[fk]
-        cut = rel_lo[fk] < elapsed
+        keep = mass[f]
+        cut = rel_lo[f] < elapsed
         if cut.all():
-            keep *= (log_end[fk] - np.log(elapsed)) / log_width[fk]
+            keep *= (log_end[f] - np.log(elapsed)) / log_width[f]
         else:
-            cut_at = fk[cut]
+            cut_at = f[cut]
             keep[cut] *= (log_end[cut_at] - np.log(elapsed[cut])) / log_width[cut_at]
         if every:
             base = cum[f] - keep

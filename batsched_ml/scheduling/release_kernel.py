@@ -268,7 +268,8 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
                 acc += _window_sum(a, c - s, his[k] + 1 - s)
                 c = his[k] + 1
             if his[k] >= lo and acc > 0.0 and acc > best[k] - MARGIN:
-                useful = True
+                useful = True  # (the wider sizes' sums are not needed to know it)
+                break
         if not useful:
             continue
         sp += 1  # the right child after the left one's subtree, in place
