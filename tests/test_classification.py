@@ -508,11 +508,17 @@ def test_feature_table_recomputes_lags_and_shares_against_another_divider():
     assert not np.array_equal(other, np.array([r[1] for r in rows if r[0] == 30.0]))
 
 
-class HalfSure(JobClassifier):
-    """Every job large, at P(small) = 0.5 for one core (a probe candidate), 0.01 for more."""
+class AllLarge(JobClassifier):
+    """Every job large, at P(small) = ``one_core`` for a one-core job and ``wider`` for more
+    (probe and speculation candidates)."""
 
-    name = "half-sure"
+    name = "all-large"
     needs_training = False
+
+    def __init__(self, one_core=0.5, wider=0.01):
+        super().__init__()
+        self.one_core = one_core
+        self.wider = wider
 
     def fit(self, X, y):
         return self
@@ -521,7 +527,7 @@ class HalfSure(JobClassifier):
         return False
 
     def small_probability(self, job, x, divider):
-        return 0.5 if job.res == 1 else 0.01
+        return self.one_core if job.res == 1 else self.wider
 
 
 def test_probe_promotes_a_waiting_large_job(tmp_path):
@@ -533,7 +539,7 @@ def test_probe_promotes_a_waiting_large_job(tmp_path):
                    (7, 190, 5)])
     outs = {}
     for probe in (None, 1):
-        s = sched(classifier=HalfSure(), probe_after=probe)
+        s = sched(classifier=AllLarge(0.5, 0.01), probe_after=probe)
         result, core, sent = run_exact(wl, s, tmp_path / f"probe{probe}")
         assert_nothing_lost(wl, result.jobs_csv)
         t = read_jobs_csv(result.jobs_csv)
@@ -592,23 +598,6 @@ def test_reclassify_waiting_uses_a_completion_after_the_submission(tmp_path):
     assert starts[True]["6"] == 165 and starts[True]["5"] == 650
 
 
-
-class SureLarge(JobClassifier):
-    """Every job large, at P(small) = 0.1."""
-
-    name = "sure-large"
-    needs_training = False
-
-    def fit(self, X, y):
-        return self
-
-    def classify(self, job, x, divider):
-        return False
-
-    def small_probability(self, job, x, divider):
-        return 0.1
-
-
 def test_speculative_backfill_runs_a_large_job_for_one_divider_in_a_hole(tmp_path):
     # Divider 20 from t = 100. Job 4 holds 3 of the 4 cores from 150 to 650; job 5 (4 cores)
     # has the reservation at 650. Jobs 6 (5 s), 7 (100 s) and 9 (5 s), one core each with
@@ -618,7 +607,7 @@ def test_speculative_backfill_runs_a_large_job_for_one_divider_in_a_hole(tmp_pat
     # submitted at 185, after 7's first submission but before its kill).
     wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5),
                    (7, 170, 100), (9, 180, 5), (10, 185, 100, 4)])
-    s = sched(classifier=SureLarge(), speculative_backfill=0.05)
+    s = sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=0.05)
     result, core, _ = run_exact(wl, s, tmp_path / "spec")
     assert_nothing_lost(wl, result.jobs_csv)
     states = rows(result.jobs_csv)
@@ -630,7 +619,7 @@ def test_speculative_backfill_runs_a_large_job_for_one_divider_in_a_hole(tmp_pat
     learned = s.report()["classification"]
     assert learned["speculative_starts"] == 3 and learned["speculative_kills"] == 1
     # below P(small) = 0.1 nothing is tried: 6 and 7 wait for 5
-    s = sched(classifier=SureLarge(), speculative_backfill=0.5)
+    s = sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=0.5)
     result, core, _ = run_exact(wl, s, tmp_path / "none")
     t = read_jobs_csv(result.jobs_csv)
     start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
@@ -639,9 +628,9 @@ def test_speculative_backfill_runs_a_large_job_for_one_divider_in_a_hole(tmp_pat
 
 def test_speculative_backfill_is_refused_without_kills():
     with pytest.raises(ValueError, match="speculative_backfill needs kill_false_small"):
-        sched(classifier=SureLarge(), kill=False, speculative_backfill=0.1)
+        sched(classifier=AllLarge(0.1, 0.1), kill=False, speculative_backfill=0.1)
     with pytest.raises(ValueError, match="speculative_backfill"):
-        sched(classifier=SureLarge(), speculative_backfill=1.0)
+        sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=1.0)
 
 
 def test_speculative_backfill_keeps_registration_open_while_a_large_job_may_be_tried(tmp_path):
@@ -654,7 +643,7 @@ def test_speculative_backfill_keeps_registration_open_while_a_large_job_may_be_t
                    (7, 170, 100), (9, 180, 5), (10, 185, 100, 4), (11, 186, 100)])
     wl["jobs"].append({"id": 12, "subtime": 187, "walltime": 300, "res": 1, "profile": "d300", "user": 7})
     wl["profiles"]["d300"] = {"type": "delay", "delay": 300}
-    s = sched(classifier=SureLarge(), speculative_backfill=0.05)
+    s = sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=0.05)
     result, core, sent = run_exact(wl, s, tmp_path / "open")
     assert_nothing_lost(wl, result.jobs_csv)
     t = read_jobs_csv(result.jobs_csv)
