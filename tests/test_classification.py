@@ -10,6 +10,7 @@ import pytest
 
 from batsched_ml.analysis.metrics import compute_metrics, merge_attempts, read_jobs_csv
 from batsched_ml.classifiers import (
+    FEATURE_NAMES,
     CalendarClock,
     GradientBoostingJobClassifier,
     JobClassifier,
@@ -507,11 +508,17 @@ def test_feature_table_recomputes_lags_and_shares_against_another_divider():
     assert not np.array_equal(other, np.array([r[1] for r in rows if r[0] == 30.0]))
 
 
-class HalfSure(JobClassifier):
-    """Every job large, at P(small) = 0.5 for one core (a probe candidate), 0.01 for more."""
+class AllLarge(JobClassifier):
+    """Every job large, at P(small) = ``one_core`` for a one-core job and ``wider`` for more
+    (probe and speculation candidates)."""
 
-    name = "half-sure"
+    name = "all-large"
     needs_training = False
+
+    def __init__(self, one_core=0.5, wider=0.01):
+        super().__init__()
+        self.one_core = one_core
+        self.wider = wider
 
     def fit(self, X, y):
         return self
@@ -520,7 +527,7 @@ class HalfSure(JobClassifier):
         return False
 
     def small_probability(self, job, x, divider):
-        return 0.5 if job.res == 1 else 0.01
+        return self.one_core if job.res == 1 else self.wider
 
 
 def test_probe_promotes_a_waiting_large_job(tmp_path):
@@ -532,7 +539,7 @@ def test_probe_promotes_a_waiting_large_job(tmp_path):
                    (7, 190, 5)])
     outs = {}
     for probe in (None, 1):
-        s = sched(classifier=HalfSure(), probe_after=probe)
+        s = sched(classifier=AllLarge(0.5, 0.01), probe_after=probe)
         result, core, sent = run_exact(wl, s, tmp_path / f"probe{probe}")
         assert_nothing_lost(wl, result.jobs_csv)
         t = read_jobs_csv(result.jobs_csv)
@@ -542,3 +549,106 @@ def test_probe_promotes_a_waiting_large_job(tmp_path):
             assert core.jobs["w0!6"].info["probed"] and not core.jobs["w0!5"].info.get("probed")
     assert outs[None]["5"] == 650 and outs[None]["6"] == 700
     assert outs[1]["6"] == 650 and outs[1]["5"] > 650
+
+
+class FollowsTheDay(JobClassifier):
+    """Small when the user's last completed job of the day was small (``lag1_user_day``) and the
+    job asks for one core: it answers differently as the lags move."""
+
+    name = "follows-the-day"
+    needs_training = False
+
+    def fit(self, X, y):
+        return self
+
+    def small_probability(self, job, x, divider):
+        return 0.9 if x[FEATURE_NAMES.index("lag1_user_day")] == 1 and job.res == 1 else 0.1
+
+    def classify(self, job, x, divider):
+        return self.small_probability(job, x, divider) > 0.5
+
+
+def test_reclassify_waiting_uses_a_completion_after_the_submission(tmp_path):
+    # Week 0 (100 s): runtimes 10, 20, 30 -> divider 20, the day's last completion large (30 s).
+    # Job 4 holds 3 of the 4 cores from 150 to 650; job 5 (4 cores) waits for 650. Job 8 (1 core,
+    # walltime 100) backfills at 155 and completes at 165 in 10 s: small. Job 6 (1 core, 5 s),
+    # submitted at 160 while 8 runs, is classed large and waits behind job 5 until 700.
+    # Re-classified at 165 it is small (its lag now sees job 8): the head of the queue, it takes
+    # the core job 8 freed at once.
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5)])
+    wl["jobs"].append({"id": 8, "subtime": 155, "walltime": 100, "res": 1, "profile": "d10", "user": 7})
+    wl["profiles"]["d10"] = {"type": "delay", "delay": 10}
+    wl["jobs"].sort(key=lambda j: (j["subtime"], j["id"]))
+    starts = {}
+    for again in (False, True):
+        s = sched(classifier=FollowsTheDay(), reclassify_waiting=again)
+        result, core, _ = run_exact(wl, s, tmp_path / f"again{again}")
+        assert_nothing_lost(wl, result.jobs_csv)
+        t = read_jobs_csv(result.jobs_csv)
+        starts[again] = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+        learned = s.report()["classification"]
+        if again:
+            assert learned["reclass_changes"] == 1 and core.jobs["w0!6"].info["small"]
+            # scored at submission job 6 is a false large; it started small, a true small
+            assert learned["overall"]["FL"] == learned["overall_at_start"]["FL"] + 1
+        else:
+            assert "overall_at_start" not in learned and not core.jobs["w0!6"].info["small"]
+    assert starts[False]["8"] == 155 and starts[True]["8"] == 155
+    assert starts[False]["5"] == 650 and starts[False]["6"] == 700
+    assert starts[True]["6"] == 165 and starts[True]["5"] == 650
+
+
+def test_speculative_backfill_runs_a_large_job_for_one_divider_in_a_hole(tmp_path):
+    # Divider 20 from t = 100. Job 4 holds 3 of the 4 cores from 150 to 650; job 5 (4 cores)
+    # has the reservation at 650. Jobs 6 (5 s), 7 (100 s) and 9 (5 s), one core each with
+    # walltime 1000, cannot backfill for their walltime. Speculatively, job 6 runs at 160 and
+    # completes in 5 s; job 7 runs at 170 and is killed at the divider (190); job 9 takes the
+    # core 7 freed. 7 is requeued at its first place: after job 5, before job 10 (4 cores,
+    # submitted at 185, after 7's first submission but before its kill).
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5),
+                   (7, 170, 100), (9, 180, 5), (10, 185, 100, 4)])
+    s = sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=0.05)
+    result, core, _ = run_exact(wl, s, tmp_path / "spec")
+    assert_nothing_lost(wl, result.jobs_csv)
+    states = rows(result.jobs_csv)
+    assert states["7"] == ev.COMPLETED_KILLED and "6#1" not in states and "9#1" not in states
+    t = read_jobs_csv(result.jobs_csv)
+    start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+    assert start["6"] == 160 and start["7"] == 170 and start["9"] == 190 and start["5"] == 650
+    assert start["7#1"] == 700 and start["10"] == 800
+    learned = s.report()["classification"]
+    assert learned["speculative_starts"] == 3 and learned["speculative_kills"] == 1
+    # below P(small) = 0.1 nothing is tried: 6 and 7 wait for 5
+    s = sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=0.5)
+    result, core, _ = run_exact(wl, s, tmp_path / "none")
+    t = read_jobs_csv(result.jobs_csv)
+    start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+    assert start["6"] == 700 and "7#1" not in start and s.report()["classification"]["speculative_starts"] == 0
+
+
+def test_speculative_backfill_is_refused_without_kills():
+    with pytest.raises(ValueError, match="speculative_backfill needs kill_false_small"):
+        sched(classifier=AllLarge(0.1, 0.1), kill=False, speculative_backfill=0.1)
+    with pytest.raises(ValueError, match="speculative_backfill"):
+        sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=1.0)
+
+
+def test_speculative_backfill_keeps_registration_open_while_a_large_job_may_be_tried(tmp_path):
+    # The last static job is submitted at 187; job 12 (walltime 300) backfills at 190 and then
+    # nothing is killable any more, but jobs 9 and 11 (large) still wait. When 12 frees its core
+    # at 490, 9 is tried (done in 5 s), then 11, killed at the divider (5 s from t = 200) and
+    # requeued. Registration must still be open then (Batsim refuses a job registered after
+    # NOTIFY registration_finished).
+    wl = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 500, 3), (5, 150, 50, 4), (6, 160, 5),
+                   (7, 170, 100), (9, 180, 5), (10, 185, 100, 4), (11, 186, 100)])
+    wl["jobs"].append({"id": 12, "subtime": 187, "walltime": 300, "res": 1, "profile": "d300", "user": 7})
+    wl["profiles"]["d300"] = {"type": "delay", "delay": 300}
+    s = sched(classifier=AllLarge(0.1, 0.1), speculative_backfill=0.05)
+    result, core, sent = run_exact(wl, s, tmp_path / "open")
+    assert_nothing_lost(wl, result.jobs_csv)
+    t = read_jobs_csv(result.jobs_csv)
+    start = dict(zip(t.job_id.tolist(), t.starting_time.tolist()))
+    assert start["12"] == 190 and start["9"] == 490 and start["11"] == 495 and "11#1" in start
+    notify = [i for i, d in enumerate(sent) if type(d) is ev.Notify and d.kind == ev.REGISTRATION_FINISHED]
+    registers = [i for i, d in enumerate(sent) if type(d) is ev.RegisterJob]
+    assert notify and registers and max(registers) < notify[0]

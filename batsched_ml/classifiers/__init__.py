@@ -32,7 +32,10 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
   goes first in its own class), ``order_by_probability`` (``small`` / ``both``: classes ordered
   by the classifier's P(small)), ``probability_head_start`` (seconds ``H``: those classes by
   ``submission time - H x P(small)`` instead, which bounds how long a job can be passed), ``probe_after`` (re-classify small a waiting large job after
-  ``k x divider x (1 - p) / p``), ``requeue_order`` (``original``: a killed false-small job
+  ``k x divider x (1 - p) / p``), ``reclassify_waiting`` (classify a waiting job again when a
+  job of one of its feature categories completes, and at each retraining),
+  ``speculative_backfill`` (``q``: a waiting large job with P(small) >= q runs for one divider in
+  the cores a pass left free, killed then and requeued at its place), ``requeue_order`` (``original``: a killed false-small job
   queues by its first submission). Measured in ``benchmarks/results/classification.md``.
 """
 

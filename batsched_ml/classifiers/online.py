@@ -133,6 +133,10 @@ class OnlineClassification:
         self._pending_history: list = []  # history="previous-weeks": completions not yet visible
         self._records: dict = {}  # original job id -> [x, keys, predicted_small, divider, week]
         self._classes: dict = {}  # job id -> [predicted small, true small or None]
+        self._latest: dict = {}  # job id -> class given by the last reclassify (while it waits)
+        self._start_counts = Counter()  # TS / FS / TL / FL of the classes jobs started with
+        self.reclassified = 0  # reclassify calls
+        self.reclass_changes = 0  # ... that changed the job's class
         if clock is not None:
             self.start(clock)
 
@@ -140,6 +144,11 @@ class OnlineClassification:
         """Set the trace's calendar (the feature table reads it)."""
         self.clock = clock
         self.table = FeatureTable(clock, runtimes=self.runtime_features, track=self.feature_divider == "current")
+
+    @property
+    def week_index(self) -> int:
+        """The current retraining period (0 before the first boundary)."""
+        return self._week_index
 
     # ------------------------------------------------------------ week logic
     def tick(self, now: float) -> None:
@@ -211,6 +220,35 @@ class OnlineClassification:
             week.predicted_small += small
         return small
 
+    def keys_of(self, job_id) -> tuple | None:
+        """The feature categories of a classified job not yet completed (None otherwise): a
+        completion in one of them changes its lag and share features."""
+        record = self._records.get(job_id)
+        return None if record is None else record[1]
+
+    def reclassify(self, job) -> tuple[bool, float | None]:
+        """Class and P(small) of a waiting first submission, with its features as they are now.
+
+        The calendar features stay those of its submission; the lags and shares see the jobs of
+        its categories completed since, and the model is the one in force. The training row
+        and the scores at submission keep the submission's features and class; the class a job
+        starts with is scored apart (``overall_at_start``)."""
+        record = self._records.get(job.id)
+        if record is None or self.divider is None:
+            return bool(job.info.get("small")), job.info.get("p_small")
+        t0 = time.perf_counter()
+        x, _ = self.table.features(job, self.divider)
+        small, p = self.classifier.classify_with_probability(job, x, self.divider)
+        small = bool(small)
+        self.classify_time += time.perf_counter() - t0
+        self.reclassified += 1
+        if small != self._latest.get(job.id, record[2]):
+            self.reclass_changes += 1
+        self._latest[job.id] = small
+        if self.probability_on_jobs:
+            job.info["p_small"] = p
+        return small, p
+
     def completed(self, job_id, seq: int, runtime: float) -> None:
         """A logical job (its original id and submission rank) ended with ``runtime``: a
         training row, history for the features, and its true class for the scores."""
@@ -233,6 +271,10 @@ class OnlineClassification:
         if divider is not None:
             true_small = runtime < divider
             week.counts[("T" if small == true_small else "F") + ("S" if small else "L")] += 1
+            started = self._latest.pop(job_id, small)
+            self._start_counts[("T" if started == true_small else "F") + ("S" if started else "L")] += 1
+        else:
+            self._latest.pop(job_id, None)
         if self.store_classes:
             self._classes[job_id] = [int(small), None if true_small is None else int(true_small)]
 
@@ -256,7 +298,7 @@ class OnlineClassification:
                 row["feature_importances"] = dict(zip(self.feature_names, w.importances))
             weekly.append(row)
         clock = self.clock
-        return {
+        out = {
             "history": self.history,
             "divider_window": self.divider_window,
             "period": self.period,
@@ -275,3 +317,8 @@ class OnlineClassification:
             "feature_names": list(self.feature_names),
             "weekly": weekly,
         }
+        if self.reclassified:
+            out["overall_at_start"] = scores(*(self._start_counts[k] for k in ("TS", "FS", "TL", "FL")))
+            out["reclassified"] = self.reclassified
+            out["reclass_changes"] = self.reclass_changes
+        return out

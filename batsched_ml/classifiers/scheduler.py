@@ -23,7 +23,7 @@ from ..core.job import QUEUED, RUNNING
 from ..core.scheduler import Scheduler
 from ..policies.orders import Policy
 from ..protocol import events as ev
-from ..validation import finite, positive
+from ..validation import check_number, finite, positive
 from .features import CalendarClock, parse_zone_option
 from .online import WEEK, OnlineClassification
 
@@ -119,6 +119,15 @@ class ClassifyingScheduler(Scheduler):
     ``probe_after = k`` re-classifies small a queued job classified large with P(small) = p once
     it has waited ``k x divider x (1 - p) / p`` (the longer a possibly small job waits, the more
     a probe is worth its cost: at worst divider x cores of work, with ``kill_false_small``);
+    ``reclassify_waiting``: a waiting first submission is classified again, with its lags and
+    shares as they are now, whenever a job of one of its feature categories completes and at each
+    retraining (jobs a user submits in a burst are classified before any of them has run; the
+    first completion tells about the others);
+    ``speculative_backfill = q`` (0 <= q < 1, EASY only): after each pass, a waiting large
+    first submission with P(small) >= q starts in the cores left free if it fits there for one
+    divider without delaying the priority job; still running at the divider, it is killed and
+    requeued as large at its original place (a missed small job runs in a hole instead of
+    waiting behind the large queue; a true large one only used cores nothing else could);
     ``requeue_order``: where a killed false-small job queues among the large ones,
     ``resubmission`` (as the new Batsim job it is, submitted at the kill) or ``original`` (by
     its first submission, as the same job moved from one queue to the other in Algorithm 2).
@@ -128,13 +137,14 @@ class ClassifyingScheduler(Scheduler):
                  divider_window="week", unix_start_time=None, subtime_offset=0.0, timezone=None,
                  store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
                  class_starvation_threshold=None, order_by_probability="none", probability_head_start=None,
-                 probe_after=None, requeue_order="resubmission"):
+                 probe_after=None, requeue_order="resubmission", reclassify_waiting=False,
+                 speculative_backfill=None):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
                              "(batsched_ml.compose builds it so)")
         for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
-                            ("runtime_features", runtime_features)):
+                            ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
         threshold = positive(class_starvation_threshold, "class_starvation_threshold",
@@ -156,11 +166,27 @@ class ClassifyingScheduler(Scheduler):
         self.probe_after = positive(probe_after, "probe_after", "waiting time before a probe, in dividers x "
                                     "(1 - p) / p", allow_none=True)
         self.requeue_order = requeue_order
+        if speculative_backfill is not None:
+            speculative_backfill = check_number(
+                speculative_backfill, "speculative_backfill", low=0, high=1, high_open=True,
+                meaning="the least P(small) of a large job started for one divider in a hole")
+            if not kill_false_small or not hasattr(scheduler, "start_for"):
+                raise ValueError("speculative_backfill needs kill_false_small and the easy scheduler (a job "
+                                 "started for one divider is killed at the divider)")
+        self.speculative_backfill = speculative_backfill
+        self._speculated: set = set()  # original ids of jobs started speculatively and killed
+        self._may_speculate: dict = {}  # job id -> queued large first submission (may still be tried)
+        self.speculative_starts = 0
         self.learner = OnlineClassification(
             classifier, period=positive(period, "period", "retraining period in seconds"), history=history,
             divider_window=divider_window, store_classes=store_classes, feature_divider=feature_divider,
             label_divider=label_divider, runtime_features=runtime_features,
-            probability_on_jobs=order_by_probability != "none" or probe_after is not None)
+            probability_on_jobs=(order_by_probability != "none" or probe_after is not None
+                                 or speculative_backfill is not None))
+        self.reclassify_waiting = reclassify_waiting
+        self._waiting: dict = {}  # feature category -> {job id: waiting first submission}
+        self._stale: set = set()  # categories with a completion since the last pass
+        self._retrainings_seen = 0
         self._clock_options = {"unix_start_time": finite(unix_start_time, "unix_start_time", allow_none=True),
                                "subtime_offset": finite(subtime_offset, "subtime_offset"),
                                "timezone": parse_zone_option(timezone)}
@@ -185,6 +211,9 @@ class ClassifyingScheduler(Scheduler):
 
     def _tick(self, now: float) -> None:
         self.learner.tick(now)
+        if self.reclassify_waiting and len(self._waiting) and self.learner.week_index != self._retrainings_seen:
+            self._retrainings_seen = self.learner.week_index
+            self._stale.update(self._waiting)  # a new model and divider: every waiting job
 
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores, ctx) -> None:
@@ -203,7 +232,8 @@ class ClassifyingScheduler(Scheduler):
         if job.attempt > 0:  # a requeued false-small job: large for good
             job.info["small"] = False
             first = self._first_submission.pop(job.original_id, None)
-            if first is not None and self.requeue_order == "original":
+            speculated = job.original_id in self._speculated
+            if first is not None and (self.requeue_order == "original" or speculated):
                 job.submission_time = first
             self.scheduler.on_job_submitted(job, ctx)
             return
@@ -214,6 +244,11 @@ class ClassifyingScheduler(Scheduler):
             return
         if small and self.kill_false_small:
             self._killable[job.id] = job
+        elif self.speculative_backfill is not None:
+            self._may_speculate[job.id] = job
+        if self.reclassify_waiting:
+            for key in self.learner.keys_of(job.id):
+                self._waiting.setdefault(key, {})[job.id] = job
         if not small and self.probe_after is not None and self.divider is not None:
             p = job.info.get("p_small", 0.0)
             if p > 0.0:
@@ -229,6 +264,13 @@ class ClassifyingScheduler(Scheduler):
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which
         # carries Batsim's message latencies and would blur the divider and the true class.
         runtime = job.runtime if job.runtime is not None else job.end_time - job.start_time
+        if self.reclassify_waiting:
+            first = job.original_id or job.id
+            for key in self.learner.keys_of(first) or ():
+                jobs = self._waiting.get(key)
+                if jobs is not None:
+                    jobs.pop(first, None)
+                    self._stale.add(key)
         self.learner.completed(job.original_id or job.id, job.seq, runtime)
 
     def on_job_killed(self, job, progress, ctx) -> None:
@@ -240,6 +282,8 @@ class ClassifyingScheduler(Scheduler):
             return
         self.kills += 1
         self._first_submission[job.original_id or job.id] = job.submission_time
+        if job.info.get("speculative"):
+            self._speculated.add(job.original_id or job.id)
         new_job = ctx.requeue(job)
         new_job.info["small"] = False
         new_job.info["requeued_from"] = job.id
@@ -280,6 +324,59 @@ class ClassifyingScheduler(Scheduler):
             if self.kill_false_small:
                 self._killable[job.id] = job
 
+    def _reclassify_stale(self, ctx) -> None:
+        """Classify again the waiting first submissions of the categories marked stale."""
+        seen = set()
+        for key in sorted(self._stale, key=repr):
+            jobs = self._waiting.get(key)
+            if not jobs:
+                continue
+            for job_id in list(jobs):
+                job = jobs[job_id]
+                if job.state != QUEUED or job.info.get("probed"):
+                    del jobs[job_id]
+                    continue
+                if job_id in seen:
+                    continue
+                seen.add(job_id)
+                was_small, was_p = job.info.get("small"), job.info.get("p_small")
+                small, p = self.learner.reclassify(job)
+                if small == was_small and p == was_p:
+                    continue
+                job.info["small"] = small
+                self.scheduler.queue.rekey(job, ctx.now)
+                if self.kill_false_small:
+                    if small:
+                        self._killable[job.id] = job
+                    else:
+                        self._killable.pop(job.id, None)
+                        if self.speculative_backfill is not None:
+                            self._may_speculate[job.id] = job
+            if not jobs:
+                del self._waiting[key]
+        self._stale.clear()
+
+    def _speculate(self, ctx) -> None:
+        """Start waiting large jobs for one divider in the cores the pass left free (see
+        ``speculative_backfill``); they become killable at the divider like small ones."""
+        divider, scheduler = self.divider, self.scheduler
+        if divider is None or divider <= 0:
+            return
+        sizes = scheduler.sizes_fitting_for(divider)
+        if not sizes:
+            return
+        least = self.speculative_backfill
+        for job in list(scheduler.queue.iter_ordered(ctx.now, sizes)):
+            if (job.info.get("small") or job.attempt > 0 or job.info.get("p_small", 0.0) < least
+                    or (job.has_walltime and job.walltime <= divider)):
+                continue
+            if scheduler.start_for(ctx, job, divider):
+                job.info["speculative"] = True
+                self.speculative_starts += 1
+                self._killable[job.id] = job
+                if scheduler.profile.available_now() < scheduler.queue.smallest_request():
+                    return
+
     def correction_window(self):
         """Weekly retraining and kills happen at whatever pass comes first: every runtime
         correction keeps its call, so the schedule does not depend on which were skipped."""
@@ -287,12 +384,16 @@ class ClassifyingScheduler(Scheduler):
 
     def schedule(self, ctx) -> None:
         self._tick(ctx.now)
+        if self._stale:
+            self._reclassify_stale(ctx)
         if self._probe_heap:
             self._probe_due(ctx)
         if self.kill_false_small:
             self._kill_due(ctx)
         first = len(ctx.decisions)
         self.scheduler.schedule(ctx)
+        if self.speculative_backfill is not None:
+            self._speculate(ctx)
         if not self.kill_false_small:
             return
         for d in ctx.decisions[first:]:
@@ -313,7 +414,16 @@ class ClassifyingScheduler(Scheduler):
     def registration_finished(self) -> bool:
         if not self.kill_false_small:
             return True
-        return self._static_over and not self._killable and not self._kills_pending and not self._probe_pending()
+        return (self._static_over and not self._killable and not self._kills_pending and not self._probe_pending()
+                and not self._speculation_pending())
+
+    def _speculation_pending(self) -> bool:
+        """A queued large first submission may still be started speculatively (then killed and
+        requeued)."""
+        waiting = self._may_speculate
+        for job_id in [i for i, job in waiting.items() if job.state != QUEUED or job.info.get("small")]:
+            del waiting[job_id]
+        return bool(waiting)
 
     def _probe_pending(self) -> bool:
         """A queued large job may still be probed (then perhaps killed and requeued)."""
@@ -338,6 +448,9 @@ class ClassifyingScheduler(Scheduler):
         cls["kill_races"] = self.kill_races
         if self.probe_after is not None:
             cls["probes"] = self.probes
+        if self.speculative_backfill is not None:
+            cls["speculative_starts"] = self.speculative_starts
+            cls["speculative_kills"] = len(self._speculated)
         # Batsim's measure, from the jobs CSV (metrics.merge_attempts): the CLI fills it in
         # after the run, so that the report and the metrics give one figure.
         cls["wasted_core_seconds"] = None

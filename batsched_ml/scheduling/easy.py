@@ -194,6 +194,27 @@ class EasyBackfilling(ProfileScheduler):
                 continue
             self.start(ctx, job, profile.place(job, ctx.now, ctx.now + span, used))
 
+    def sizes_fitting_for(self, duration: float) -> list:
+        """The requested sizes of queued jobs that could start now and hold their cores for
+        ``duration`` seconds without delaying the priority job's reservation."""
+        horizon = self.profile.horizons()
+        end = self.profile.origin + duration + self.rjms_delay
+        return [res for res, _ in self.queue.shortest_by_size(self.profile.available_now(), exclude=self.priority)
+                if end <= horizon(res)]
+
+    def start_for(self, ctx: Context, job, duration: float) -> bool:
+        """Start the queued ``job`` now if it fits for ``duration`` seconds, shorter than its
+        estimate, without delaying the priority job: for a caller that stops it by then (the
+        classification's speculative backfilling kills it). False if it does not fit."""
+        if job is self.priority or job not in self.queue:
+            return False
+        span = duration + self.rjms_delay
+        used = self.profile.fits_now(job, span)
+        if used is None:
+            return False
+        self.start(ctx, job, self.profile.place(job, ctx.now, ctx.now + span, used))
+        return True
+
     def _sizes_that_may_fit(self) -> list:
         """The requested sizes whose shortest queued job (the priority job aside) may start
         now: its cores are counted free from now until it would end. Others cannot
