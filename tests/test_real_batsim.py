@@ -216,10 +216,15 @@ def test_real_batsim_kill_and_requeue_through_our_server(tmp_path):
 
 @needs_batsim
 @pytest.mark.skipif(GOLDEN is None, reason="needs the shared KTH-5k workload")
-def test_real_batsim_classifier_kills_through_our_server(tmp_path):
+@pytest.mark.parametrize("speculative", [False, True])
+def test_real_batsim_classifier_kills_through_our_server(tmp_path, speculative):
+    """Kills of false-small jobs, and with speculative backfilling of large ones (more kills, and
+    requeues late in the run: registration must stay open for them), on the real Batsim."""
     platform, workload, _ = BIG
     endpoint = free_endpoint()
     options = dict(policy="fcfs", classifier="random-forest", kill_false_small=True)
+    if speculative:
+        options.update(order_by_probability="both", probability_head_start=604800, speculative_backfill=0.0)
     server = Server(build_scheduler("easy", **options), endpoint)
     run = run_batsim(platform, plain_workload(workload, tmp_path), tmp_path / "real", endpoint,
                      "--enable-dynamic-jobs")
