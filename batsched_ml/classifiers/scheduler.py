@@ -366,7 +366,7 @@ class ClassifyingScheduler(Scheduler):
         if not sizes:
             return
         least = self.speculative_backfill
-        for job in list(scheduler.queue.iter_ordered(ctx.now, sizes)):
+        for job in scheduler.queue.iter_ordered(ctx.now, sizes):  # lazily: jobs may start as it is read
             if (job.info.get("small") or job.attempt > 0 or job.info.get("p_small", 0.0) < least
                     or (job.has_walltime and job.walltime <= divider)):
                 continue
