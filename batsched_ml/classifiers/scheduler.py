@@ -264,14 +264,14 @@ class ClassifyingScheduler(Scheduler):
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which
         # carries Batsim's message latencies and would blur the divider and the true class.
         runtime = job.runtime if job.runtime is not None else job.end_time - job.start_time
+        original = job.original_id or job.id
         if self.reclassify_waiting:
-            first = job.original_id or job.id
-            for key in self.learner.keys_of(first) or ():
+            for key in self.learner.keys_of(original) or ():
                 jobs = self._waiting.get(key)
                 if jobs is not None:
-                    jobs.pop(first, None)
+                    jobs.pop(original, None)
                     self._stale.add(key)
-        self.learner.completed(job.original_id or job.id, job.seq, runtime)
+        self.learner.completed(original, job.seq, runtime)
 
     def on_job_killed(self, job, progress, ctx) -> None:
         self._tick(ctx.now)
