@@ -42,7 +42,7 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows", "_checked", "_bound", "_log_a", "_log_b", "_log_n", "_log_base",
+           "_owned_rows", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_base",
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
@@ -75,7 +75,8 @@ class ArrayCoreProfile(CoreProfile):
         copy._k.recount(copy.pool, copy.cpool, copy.rows)
         copy._scratch = (np.empty((len(copy.pool), nwords), dtype=np.uint64), np.empty(nwords, dtype=np.uint64),
                          np.empty(nwords, dtype=np.uint64), np.empty((len(copy.pool), nchunks), dtype=np.int32),
-                         np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32))
+                         np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32),
+                         np.empty(copy._k.STEPS), np.empty(copy._k.STEPS, dtype=np.int64), np.zeros(1, dtype=np.int64))
         del copy.free
         copy._log_a, copy._log_b = np.empty(FREED_LOG), np.empty(FREED_LOG)
         copy._log_n = np.empty(FREED_LOG, dtype=np.int64)
@@ -85,6 +86,9 @@ class ArrayCoreProfile(CoreProfile):
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
         copy._checked = np.full(len(copy._owned), -1, dtype=np.int64)
         copy._bound = np.zeros(len(copy._owned), dtype=np.int64)
+        copy._steps_t = np.empty((len(copy._owned), copy._k.STEPS))
+        copy._steps_m = np.empty((len(copy._owned), copy._k.STEPS), dtype=np.int64)
+        copy._nsteps = np.zeros(len(copy._owned), dtype=np.int64)
         copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
         copy._owned_rows = {}
         for job, placement in copy.placed.items():
@@ -113,6 +117,7 @@ class ArrayCoreProfile(CoreProfile):
 
     # -- each placement's cores as words (``_owned[_owned_rows[job]]``), for ``scan``, with the log's
     # length when it was last found to be its first fit (``_checked``, -1: never) and the bound then
+    # on its earlier windows (``_bound``; as steps over their start: ``_steps_t``, ``_steps_m``, ``_nsteps``)
     def _keep_owned(self, job, used: int) -> None:
         row = self._owned_rows.get(job)
         if row is None:
@@ -121,17 +126,26 @@ class ArrayCoreProfile(CoreProfile):
                 self._owned = np.concatenate([self._owned, np.zeros_like(self._owned)])
                 self._checked = np.concatenate([self._checked, np.full(size, -1, dtype=np.int64)])
                 self._bound = np.concatenate([self._bound, np.zeros(size, dtype=np.int64)])
+                self._steps_t = np.concatenate([self._steps_t, np.empty_like(self._steps_t)])
+                self._steps_m = np.concatenate([self._steps_m, np.empty_like(self._steps_m)])
+                self._nsteps = np.concatenate([self._nsteps, np.zeros(size, dtype=np.int64)])
                 self._owned_spare = list(range(2 * size - 1, size - 1, -1))
             row = self._owned_rows[job] = self._owned_spare.pop()
         self._owned[row] = self._words(used)
         self._checked[row] = -1
+        self._nsteps[row] = 0
 
     def confirm(self, job, most: int | None = None) -> None:
         """``job``'s reservation was just placed at its first fit (``add_first_fit``, or where
-        ``scan`` found it, with its bound ``most``; None: unknown)."""
+        the last ``scan`` found it, with its bound ``most`` and the steps of that bound; None:
+        unknown)."""
         row = self._owned_rows[job]
         self._checked[row] = self._log_count
         self._bound[row] = job.res - 1 if most is None else most
+        steps = 0 if most is None else int(self._scratch[8][0])
+        self._nsteps[row] = steps
+        self._steps_t[row, :steps] = self._scratch[6][:steps]
+        self._steps_m[row, :steps] = self._scratch[7][:steps]
 
     def _log_freed(self, i: int, j: int, used: int) -> None:
         """The cores ``used`` were freed in slices ``[i, j)``."""
@@ -182,7 +196,7 @@ class ArrayCoreProfile(CoreProfile):
         q, code, i, most, earliest = self._k.scan(
             self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
             self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
-            self._bound, self._nofit, self._kept)
+            self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept)
         moved = None
         if code > 0:
             start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
@@ -289,7 +303,7 @@ class ArrayCoreProfile(CoreProfile):
 
     def _room(self) -> None:
         """The window queues' scratch holds a row per slice."""
-        suffix, tail, out, csuffix, ctail, owncc = self._scratch
+        suffix, tail, out, csuffix, ctail, *rest = self._scratch
         if len(suffix) < len(self.times):
             self._scratch = (np.empty((2 * len(self.times), self._nwords), dtype=np.uint64), tail, out,
-                             np.empty((2 * len(self.times), len(ctail)), dtype=np.int32), ctail, owncc)
+                             np.empty((2 * len(self.times), len(ctail)), dtype=np.int32), ctail, *rest)
