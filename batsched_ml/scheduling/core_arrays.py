@@ -42,7 +42,7 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_base",
+           "_owned_rows", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_base",
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
@@ -84,6 +84,7 @@ class ArrayCoreProfile(CoreProfile):
         copy._kept = np.zeros(1, dtype=np.int64)  # how many
         copy._log_base = copy._log_count = 0  # entry e of the log at e - _log_base
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
+        copy._owned_cc = np.zeros((len(copy._owned), nchunks), dtype=np.int32)
         copy._checked = np.full(len(copy._owned), -1, dtype=np.int64)
         copy._bound = np.zeros(len(copy._owned), dtype=np.int64)
         copy._steps_t = np.empty((len(copy._owned), copy._k.STEPS))
@@ -115,7 +116,8 @@ class ArrayCoreProfile(CoreProfile):
         """Each slice's free cores as a Python int mask (``CoreProfile.free``)."""
         return [self._mask(self.pool[r]) for r in self.rows.tolist()]
 
-    # -- each placement's cores as words (``_owned[_owned_rows[job]]``), for ``scan``, with the log's
+    # -- each placement's cores as words (``_owned[_owned_rows[job]]``) and their chunk counts (``_owned_cc``),
+    # for ``scan``, with the log's
     # length when it was last found to be its first fit (``_checked``, -1: never) and the bound then
     # on its earlier windows (``_bound``; as steps over their start: ``_steps_t``, ``_steps_m``, ``_nsteps``)
     def _keep_owned(self, job, used: int) -> None:
@@ -124,6 +126,7 @@ class ArrayCoreProfile(CoreProfile):
             if not self._owned_spare:
                 size = len(self._owned)
                 self._owned = np.concatenate([self._owned, np.zeros_like(self._owned)])
+                self._owned_cc = np.concatenate([self._owned_cc, np.zeros_like(self._owned_cc)])
                 self._checked = np.concatenate([self._checked, np.full(size, -1, dtype=np.int64)])
                 self._bound = np.concatenate([self._bound, np.zeros(size, dtype=np.int64)])
                 self._steps_t = np.concatenate([self._steps_t, np.empty_like(self._steps_t)])
@@ -132,6 +135,7 @@ class ArrayCoreProfile(CoreProfile):
                 self._owned_spare = list(range(2 * size - 1, size - 1, -1))
             row = self._owned_rows[job] = self._owned_spare.pop()
         self._owned[row] = self._words(used)
+        self._k.chunk_counts(self._owned[row], self._owned_cc[row])
         self._checked[row] = -1
         self._nsteps[row] = 0
 
@@ -195,7 +199,7 @@ class ArrayCoreProfile(CoreProfile):
         self._room()
         q, code, i, most, earliest = self._k.scan(
             self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
-            self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
+            self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
             self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept)
         moved = None
         if code > 0:

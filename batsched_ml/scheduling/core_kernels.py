@@ -86,6 +86,12 @@ def own_counts(own, scratch):
 
 
 @njit(cache=True, nogil=True)
+def chunk_counts(words, chunks):
+    """``words``' set bits per chunk into ``chunks``."""
+    _recount(words, chunks)
+
+
+@njit(cache=True, nogil=True)
 def recount(pool, cpool, rows):
     """Every slice's chunk counts (``cpool``)."""
     for k in range(len(rows)):
@@ -388,33 +394,34 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 
 
 @njit(cache=True, nogil=True)
-def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
+def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
-    its own, is free throughout; the words of those cores are intersected slice by slice, each
+    its own, is free throughout. Only the chunks with a core free in the first slice are read
+    (its chunk counts); the words of the cores free there are intersected slice by slice, each
     dropped once empty, until none is left (usually within a few slices)."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
     if top < 0:
         return False
+    smear = own[top]  # every bit up to own's highest one in its word
+    for shift in (1, 2, 4, 8, 16, 32):
+        smear |= smear >> np.uint64(shift)
     active = np.empty(top + 1, dtype=np.int64)
     live = 0
-    for w in range(top + 1):
-        if w < top:
-            below = ~own[w]
-        else:  # the bits under own's highest one in its word
-            high = own[w]
-            highest = np.uint64(1)
-            while high > np.uint64(1):
-                high >>= np.uint64(1)
-                highest <<= np.uint64(1)
-            below = (highest - np.uint64(1)) & ~own[w]
-        tail[w] = below
-        if below:
-            active[live] = w
-            live += 1
-    for k in range(first, stop):
+    row, chunks = pool[rows[first]], cpool[rows[first]]
+    for c in range(top // CHUNK + 1):
+        if chunks[c] == 0:
+            continue
+        for w in range(c * CHUNK, min((c + 1) * CHUNK, top + 1)):
+            below = ~own[w] if w < top else (smear >> np.uint64(1)) & ~own[w]
+            v = below & row[w]
+            tail[w] = v
+            if v:
+                active[live] = w
+                live += 1
+    for k in range(first + 1, stop):
         if live == 0:
             return True
         row = pool[rows[k]]
@@ -432,28 +439,30 @@ def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
 
 @njit(cache=True, nogil=True)
 def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch, first=0,
-                most0=0, limit=np.inf):
+                most0=0, limit=np.inf, own_size=-1):
     """``CoreProfile.reinsertion`` for a future reservation ``[start, reserved_end)`` on the cores
     ``own``: ``(0, -1, most)`` when it stays as it is, ``(1, i, most)`` when it fits earlier from slice
     ``i``, ``(2, -1, most)`` when it keeps its start on other (lower-numbered) cores; the cores in
-    ``scratch``'s ``out``; ``most``: ``find``'s bound on the windows before its (new) start."""
-    own_size = _recount(own, scratch[5])
+    ``scratch``'s ``out``; ``most``: ``find``'s bound on the windows before its (new) start.
+    ``own_size`` >= 0: ``own``'s size, its chunk counts already in ``scratch``'s ``owncc``."""
+    if own_size < 0:
+        own_size = _recount(own, scratch[5])
     starts = np.searchsorted(times, start)  # the slices that begin before the reservation
     i, most = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch, first,
                    most0, limit)
     if i >= 0:
         return 1, i, most
-    return lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch), -1, most
+    return lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch), -1, most
 
 
 @njit(cache=True, nogil=True)
-def lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch):
+def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch):
     """2 when a reservation ``[start, reserved_end)`` on the cores ``own`` that cannot start earlier
     would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0."""
     tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
     stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
-    if own_size == n and _keeps_its_cores(pool, rows, first, stop, own, n, tail):
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
         return 0
     nwords = len(tail)
     for w in range(nwords):
@@ -558,10 +567,10 @@ def retreat_no_fit(nofit, kept, a):
 
 
 @njit(cache=True, nogil=True)
-def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch,
+def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, owned_cc, scratch,
          log_a, log_b, log_n, log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
-    ``[cstart, cend)`` on the cores ``owned[crow]``; NaN: none): each future reservation that
+    ``[cstart, cend)`` on the cores ``owned[crow]``, their chunk counts ``owned_cc[crow]``; NaN: none): each future reservation that
     ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
     first candidate that is not a future reservation of its span (code -1) or that moves
     (``reinsertion``'s code, slice and bound, cores in ``out``), or ``(len(cn), 0, -1, 0, earliest)``;
@@ -600,15 +609,16 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                     during = during or (log_a[e] < end and log_b[e] > start)
             if since >= log_base and most < n:
                 if during:
-                    code = lower_cores(times, rows, pool, n, start, end, owned[row], n, scratch)
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch)
             else:
                 # the first start that the frees can have made fit, and the pass's "no fit before" bounds
                 x, cores = _no_fit_before(nofit, kept[0], n, cspan[q], start)
                 first = 0 if x <= origin else np.searchsorted(times, x)
                 from_freed = 0 if lowest <= origin else np.searchsorted(times, lowest)
                 most0 = max(cores - 1 if first > 0 else 0, below if from_freed > 0 else 0)
+                scratch[5][:] = owned_cc[row]
                 code, i, most = reinsertion(times, counts, rows, pool, cpool, origin, n, cspan[q], start, end,
-                                            owned[row], scratch, max(first, from_freed), most0, highest)
+                                            owned[row], scratch, max(first, from_freed), most0, highest, n)
                 if code != 1 and highest < start:  # the windows from ``highest`` on, left out of the search
                     most = _raise(most, above, highest, steps_t, steps_m, nsteps)
         else:
