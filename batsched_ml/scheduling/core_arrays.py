@@ -42,7 +42,7 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_base",
+           "_owned_rows", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
@@ -79,6 +79,7 @@ class ArrayCoreProfile(CoreProfile):
                          np.empty(copy._k.STEPS), np.empty(copy._k.STEPS, dtype=np.int64), np.zeros(1, dtype=np.int64))
         del copy.free
         copy._log_a, copy._log_b = np.empty(FREED_LOG), np.empty(FREED_LOG)
+        copy._log_pre, copy._log_ext = np.empty(FREED_LOG), np.empty(FREED_LOG)
         copy._log_n = np.empty(FREED_LOG, dtype=np.int64)
         copy._nofit = np.zeros((3, NO_FIT_KEPT))  # ``scan``'s bounds "no window of n cores for d s before x"
         copy._kept = np.zeros(1, dtype=np.int64)  # how many
@@ -151,14 +152,16 @@ class ArrayCoreProfile(CoreProfile):
         self._steps_t[row, :steps] = self._scratch[6][:steps]
         self._steps_m[row, :steps] = self._scratch[7][:steps]
 
-    def _log_freed(self, i: int, j: int, used: int) -> None:
-        """The cores ``used`` were freed in slices ``[i, j)``."""
+    def _log_freed(self, i: int, j: int, used: int, words: np.ndarray) -> None:
+        """The cores ``used`` (``words``) are being freed in slices ``[i, j)``; also logged: how far
+        around that interval one of them stays free (``core_kernels.free_around``)."""
         if self._log_count - self._log_base == FREED_LOG:
             self._log_base = self._log_count  # start again: every reservation checked before is searched in full
         e = self._log_count - self._log_base
         self._log_a[e] = self.times[i]
         self._log_b[e] = self.times[j] if j < len(self.times) else np.inf
         self._log_n[e] = used.bit_count()
+        self._log_pre[e], self._log_ext[e] = self._k.free_around(self.times, self.pool, self.rows, i, j, words)
         self._log_count += 1
         if self._kept[0]:
             self._k.retreat_no_fit(self._nofit, self._kept[0], self._log_a[e])
@@ -199,7 +202,8 @@ class ArrayCoreProfile(CoreProfile):
         self._room()
         q, code, i, most, earliest = self._k.scan(
             self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
-            self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
+            self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n, self._log_pre,
+            self._log_ext, self._log_base, self._log_count, self._checked,
             self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept)
         moved = None
         if code > 0:
@@ -277,8 +281,9 @@ class ArrayCoreProfile(CoreProfile):
         self._k.take(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
 
     def _give_back(self, i, j, used):
-        self._log_freed(i, j, used)
-        self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
+        words = self._words(used)
+        self._log_freed(i, j, used, words)
+        self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, words)
 
     def _find(self, n: int, duration: float, first_only: bool = False, *, starts: int | None = None,
               own: int = 0, own_size: int = 0):

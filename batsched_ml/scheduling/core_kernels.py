@@ -80,6 +80,37 @@ def give_back(pool, cpool, rows, counts, i, j, used):
 
 
 @njit(cache=True, nogil=True)
+def free_around(times, pool, rows, i, j, used):
+    """``(pre, ext)`` for cores ``used`` about to be freed in slices ``[i, j)``: ``ext`` the start of
+    the first slice from ``j`` on where none of them is free (inf: none), ``pre`` the end of the
+    last slice before ``i`` where none is (-inf: none). A window that these cores can have made
+    fit lies within ``[pre, ext)`` (one of them is free throughout it), at least while the slice
+    that bounds it comes before the reservation searched (see ``_window_bounds``)."""
+    held = np.flatnonzero(used)
+    common = used[held].copy()
+    ext = np.inf
+    for k in range(j, len(rows)):
+        row, alive = pool[rows[k]], False
+        for a in range(len(held)):
+            common[a] &= row[held[a]]
+            alive = alive or common[a] != 0
+        if not alive:
+            ext = times[k]
+            break
+    common[:] = used[held]
+    pre = -np.inf
+    for k in range(i - 1, -1, -1):
+        row, alive = pool[rows[k]], False
+        for a in range(len(held)):
+            common[a] &= row[held[a]]
+            alive = alive or common[a] != 0
+        if not alive:
+            pre = times[k + 1]
+            break
+    return pre, ext
+
+
+@njit(cache=True, nogil=True)
 def own_counts(own, scratch):
     """``own``'s chunk counts into ``scratch``'s ``owncc``."""
     _recount(own, scratch[5])
@@ -479,13 +510,21 @@ def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size,
 
 
 @njit(cache=True, nogil=True)
-def _window_bounds(log_a, log_b, log_n, first, last, now, start, span, n, row_t, row_m, row_k, bound, points,
-                   weights, steps_t, steps_m, nsteps):
+def _window_bounds(log_a, log_b, log_n, log_pre, log_ext, first, last, now, start, span, n, row_t, row_m, row_k,
+                   bound, points, weights, steps_t, steps_m, nsteps):
     """A bound on the cores free throughout each window of ``span`` seconds that starts from ``now``
     to ``start``, as a function of its start ``t``: the reservation's bound at its last check (its
     steps ``row_t``/``row_m``, ``row_k`` of them, then ``bound``) plus the cores that log entries
-    ``[first, last)`` freed in intervals the window meets (``a - span < t < b``, widened a little
-    against rounding: only the bound loosens). A sweep over those intervals and steps (at a tie
+    ``[first, last)`` freed in intervals the window meets (``a - span < t < b``) and that one of
+    them stays free around (``[pre, ext)``, ``free_around``: a window reaching a slice where none of
+    them is free cannot hold them; used only where that slice comes before ``start``, as the
+    reservation's own cores count as free after it), widened a little against rounding (only the
+    bound loosens).
+
+    Why that bounds the cores free throughout a window ``W``: a core free throughout ``W`` now but
+    not at the last check was freed in ``W`` since, and when it was last freed there (nothing
+    freed it in ``W`` afterwards, nothing took it) it was free in the rest of ``W``: so that entry's
+    interval meets ``W`` and ``W`` lies within its ``[pre, ext)``. A sweep over those intervals and steps (at a tie
     the increases come first: a heavier point). Returns ``(most, lowest, below, highest, above)``:
     ``most`` its maximum, ``lowest`` the first start from which it reaches ``n`` (inf: none) and
     ``below`` its maximum before that, ``highest`` the start from which it stays below ``n`` and
@@ -500,8 +539,14 @@ def _window_bounds(log_a, log_b, log_n, first, last, now, start, span, n, row_t,
     ends = 0
     for e in range(first, last):
         lo = log_a[e] - span
+        if log_pre[e] <= start:
+            lo = max(lo, log_pre[e])
         lo -= 1e-9 * abs(lo) + 1e-6
-        hi = min(log_b[e], start)
+        hi = log_b[e]
+        if log_ext[e] < start:
+            hi = min(hi, log_ext[e] - span)
+            hi += 1e-9 * abs(hi) + 1e-6
+        hi = min(hi, start)
         if lo < hi and hi > now:
             points[m], weights[m] = max(lo, now), log_n[e]
             points[half + ends], weights[half + ends] = hi, -log_n[e]
@@ -568,7 +613,7 @@ def retreat_no_fit(nofit, kept, a):
 
 @njit(cache=True, nogil=True)
 def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, owned_cc, scratch,
-         log_a, log_b, log_n, log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept):
+         log_a, log_b, log_n, log_pre, log_ext, log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
     ``[cstart, cend)`` on the cores ``owned[crow]``, their chunk counts ``owned_cc[crow]``; NaN: none): each future reservation that
     ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
@@ -603,7 +648,7 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
             lowest, below, highest, above, during = -np.inf, 0, np.inf, 0, False
             if since >= log_base:
                 most, lowest, below, highest, above = _window_bounds(
-                    log_a, log_b, log_n, since - log_base, log_count - log_base, now, start, cspan[q], n,
+                    log_a, log_b, log_n, log_pre, log_ext, since - log_base, log_count - log_base, now, start, cspan[q], n,
                     row_t[row], row_m[row], row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
                 for e in range(since - log_base, log_count - log_base):
                     during = during or (log_a[e] < end and log_b[e] > start)
