@@ -42,9 +42,10 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
+           "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
+RECENT_MASKS = 8  # masks whose words ``_words`` remembers
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
 NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
@@ -62,6 +63,7 @@ class ArrayCoreProfile(CoreProfile):
         copy.__dict__.update(profile.__dict__)
         copy._k = _kernels()
         copy._nwords = nwords = max(1, (profile.nb_cores + 63) // 64)
+        copy._recent = {}
         length = len(profile.times)
         copy.times = np.array(profile.times, dtype=np.float64)
         copy.counts = np.array(profile.counts, dtype=np.int64)
@@ -107,7 +109,21 @@ class ArrayCoreProfile(CoreProfile):
 
     # -- the two forms of a set of cores
     def _words(self, mask: int) -> np.ndarray:
-        return np.frombuffer(mask.to_bytes(8 * self._nwords, "little"), dtype=np.uint64)
+        """``mask`` as words (read-only). A move converts the same cores three times (given back,
+        taken, kept), each a copy of a machine-wide integer: the latest few are remembered, by
+        the identity of the (immutable) int, which the memo holds so it cannot be reused."""
+        known = self._recent.get(id(mask))
+        if known is not None and known[0] is mask:
+            return known[1]
+        return self._remember(mask, np.frombuffer(mask.to_bytes(8 * self._nwords, "little"), dtype=np.uint64))
+
+    def _remember(self, mask: int, words: np.ndarray) -> np.ndarray:
+        words.flags.writeable = False
+        recent = self._recent
+        recent[id(mask)] = (mask, words)
+        if len(recent) > RECENT_MASKS:
+            del recent[next(iter(recent))]
+        return words
 
     @staticmethod
     def _mask(words: np.ndarray) -> int:
@@ -171,6 +187,9 @@ class ArrayCoreProfile(CoreProfile):
         return super()._register(job, p)
 
     def remove(self, job) -> None:
+        row = self._owned_rows.get(job)
+        if row is not None:  # its cores' words, for the release
+            self._remember(self.placed[job].used, self._owned[row].copy())
         super().remove(job)
         row = self._owned_rows.pop(job, None)
         if row is not None:
@@ -208,7 +227,9 @@ class ArrayCoreProfile(CoreProfile):
         moved = None
         if code > 0:
             start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
-            moved = float(start), self._mask(self._scratch[2])
+            used = self._mask(self._scratch[2])
+            self._remember(used, self._scratch[2].copy())
+            moved = float(start), used
         return q, code, moved, int(most), float(earliest)
 
     # -- slices
