@@ -25,6 +25,7 @@ _H01 = np.uint64(0x0101010101010101)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 CHUNK = 16  # words per chunk of the chunk counts (1,024 cores)
 _MANY = 1 << 30  # above any chunk count (``CHUNK`` * 64 cores), in an int32
+AROUND = 64  # slices read on each side of a freed interval (``free_around``)
 STEPS = 8  # steps kept of a reservation's bound on its earlier windows (``_raise``)
 
 
@@ -85,11 +86,12 @@ def free_around(times, pool, rows, i, j, used):
     the first slice from ``j`` on where none of them is free (inf: none), ``pre`` the end of the
     last slice before ``i`` where none is (-inf: none). A window that these cores can have made
     fit lies within ``[pre, ext)`` (one of them is free throughout it), at least while the slice
-    that bounds it comes before the reservation searched (see ``_window_bounds``)."""
+    that bounds it comes before the reservation searched (see ``_window_bounds``). At most
+    ``AROUND`` slices are read on each side (beyond: unbounded, which only loosens the bound)."""
     held = np.flatnonzero(used)
     common = used[held].copy()
     ext = np.inf
-    for k in range(j, len(rows)):
+    for k in range(j, min(len(rows), j + AROUND)):
         row, alive = pool[rows[k]], False
         for a in range(len(held)):
             common[a] &= row[held[a]]
@@ -99,7 +101,7 @@ def free_around(times, pool, rows, i, j, used):
             break
     common[:] = used[held]
     pre = -np.inf
-    for k in range(i - 1, -1, -1):
+    for k in range(i - 1, max(i - 1 - AROUND, -1), -1):
         row, alive = pool[rows[k]], False
         for a in range(len(held)):
             common[a] &= row[held[a]]
