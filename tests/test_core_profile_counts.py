@@ -12,9 +12,11 @@ fragment the free cores: every answer, every slice and every count must agree.
 
 from __future__ import annotations
 
+import math
 import random
 from bisect import bisect_left, bisect_right
 
+import numpy as np
 import pytest
 
 from batsched_ml.protocol.coreset import lowest_bits
@@ -236,3 +238,36 @@ def test_lowest_bits_is_the_lowest_set_bits(seed):
         count = rng.randint(0, mask.bit_count() + 2)
         assert lowest_bits(mask, count) == _plain_lowest_bits(mask, count)
         assert lowest_bits(mask, count, mask.bit_count()) == _plain_lowest_bits(mask, count)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
+    """``core_kernels.free_around`` (logged at each free, it lets ``scan`` count freed cores only for
+    the windows they can serve) against its definition, slice by slice on Python ints: the first
+    slice after the freed interval where none of the cores is free, and the last one before."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 300, 3000])
+    profile = ArrayCoreProfile(cores, 0.0)
+    for seq in range(rng.randint(5, 60)):
+        profile.add_first_fit(_Job(seq, max(1, int(cores ** rng.random()))), rng.choice([1.0, 2.5, 0.5 * rng.randint(1, 40)]))
+    times, masks, reach = profile.times.tolist(), profile.masks(), core_kernels.AROUND
+    nwords = (cores + 63) // 64
+    for _ in range(30):
+        i = rng.randrange(len(times))
+        j = rng.randint(i + 1, len(times))
+        used = rng.getrandbits(cores) & rng.getrandbits(cores) or 1
+        words = np.frombuffer(used.to_bytes(8 * nwords, "little"), dtype=np.uint64)
+        pre, ext = core_kernels.free_around(profile.times, profile.pool, profile.rows, i, j, words)
+        expected_ext, common = math.inf, used
+        for k in range(j, min(len(times), j + reach)):
+            common &= masks[k]
+            if not common:
+                expected_ext = times[k]
+                break
+        expected_pre, common = -math.inf, used
+        for k in range(i - 1, max(i - 1 - reach, -1), -1):
+            common &= masks[k]
+            if not common:
+                expected_pre = times[k + 1]
+                break
+        assert (pre, ext) == (expected_pre, expected_ext)

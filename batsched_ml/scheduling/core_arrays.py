@@ -42,9 +42,10 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows", "_checked", "_bound", "_log_a", "_log_b", "_log_n", "_log_base",
+           "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
+RECENT_MASKS = 8  # masks whose words ``_words`` remembers
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
 NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
@@ -62,6 +63,7 @@ class ArrayCoreProfile(CoreProfile):
         copy.__dict__.update(profile.__dict__)
         copy._k = _kernels()
         copy._nwords = nwords = max(1, (profile.nb_cores + 63) // 64)
+        copy._recent = {}
         length = len(profile.times)
         copy.times = np.array(profile.times, dtype=np.float64)
         copy.counts = np.array(profile.counts, dtype=np.int64)
@@ -75,16 +77,22 @@ class ArrayCoreProfile(CoreProfile):
         copy._k.recount(copy.pool, copy.cpool, copy.rows)
         copy._scratch = (np.empty((len(copy.pool), nwords), dtype=np.uint64), np.empty(nwords, dtype=np.uint64),
                          np.empty(nwords, dtype=np.uint64), np.empty((len(copy.pool), nchunks), dtype=np.int32),
-                         np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32))
+                         np.empty(nchunks, dtype=np.int32), np.zeros(nchunks, dtype=np.int32),
+                         np.empty(copy._k.STEPS), np.empty(copy._k.STEPS, dtype=np.int64), np.zeros(1, dtype=np.int64))
         del copy.free
         copy._log_a, copy._log_b = np.empty(FREED_LOG), np.empty(FREED_LOG)
+        copy._log_pre, copy._log_ext = np.empty(FREED_LOG), np.empty(FREED_LOG)
         copy._log_n = np.empty(FREED_LOG, dtype=np.int64)
         copy._nofit = np.zeros((3, NO_FIT_KEPT))  # ``scan``'s bounds "no window of n cores for d s before x"
         copy._kept = np.zeros(1, dtype=np.int64)  # how many
         copy._log_base = copy._log_count = 0  # entry e of the log at e - _log_base
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
+        copy._owned_cc = np.zeros((len(copy._owned), nchunks), dtype=np.int32)
         copy._checked = np.full(len(copy._owned), -1, dtype=np.int64)
         copy._bound = np.zeros(len(copy._owned), dtype=np.int64)
+        copy._steps_t = np.empty((len(copy._owned), copy._k.STEPS))
+        copy._steps_m = np.empty((len(copy._owned), copy._k.STEPS), dtype=np.int64)
+        copy._nsteps = np.zeros(len(copy._owned), dtype=np.int64)
         copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
         copy._owned_rows = {}
         for job, placement in copy.placed.items():
@@ -101,7 +109,21 @@ class ArrayCoreProfile(CoreProfile):
 
     # -- the two forms of a set of cores
     def _words(self, mask: int) -> np.ndarray:
-        return np.frombuffer(mask.to_bytes(8 * self._nwords, "little"), dtype=np.uint64)
+        """``mask`` as words (read-only). A move converts the same cores three times (given back,
+        taken, kept), each a copy of a machine-wide integer: the latest few are remembered, by
+        the identity of the (immutable) int, which the memo holds so it cannot be reused."""
+        known = self._recent.get(id(mask))
+        if known is not None and known[0] is mask:
+            return known[1]
+        return self._remember(mask, np.frombuffer(mask.to_bytes(8 * self._nwords, "little"), dtype=np.uint64))
+
+    def _remember(self, mask: int, words: np.ndarray) -> np.ndarray:
+        words.flags.writeable = False
+        recent = self._recent
+        recent[id(mask)] = (mask, words)
+        if len(recent) > RECENT_MASKS:
+            del recent[next(iter(recent))]
+        return words
 
     @staticmethod
     def _mask(words: np.ndarray) -> int:
@@ -111,36 +133,51 @@ class ArrayCoreProfile(CoreProfile):
         """Each slice's free cores as a Python int mask (``CoreProfile.free``)."""
         return [self._mask(self.pool[r]) for r in self.rows.tolist()]
 
-    # -- each placement's cores as words (``_owned[_owned_rows[job]]``), for ``scan``, with the log's
+    # -- each placement's cores as words (``_owned[_owned_rows[job]]``) and their chunk counts (``_owned_cc``),
+    # for ``scan``, with the log's
     # length when it was last found to be its first fit (``_checked``, -1: never) and the bound then
+    # on its earlier windows (``_bound``; as steps over their start: ``_steps_t``, ``_steps_m``, ``_nsteps``)
     def _keep_owned(self, job, used: int) -> None:
         row = self._owned_rows.get(job)
         if row is None:
             if not self._owned_spare:
                 size = len(self._owned)
                 self._owned = np.concatenate([self._owned, np.zeros_like(self._owned)])
+                self._owned_cc = np.concatenate([self._owned_cc, np.zeros_like(self._owned_cc)])
                 self._checked = np.concatenate([self._checked, np.full(size, -1, dtype=np.int64)])
                 self._bound = np.concatenate([self._bound, np.zeros(size, dtype=np.int64)])
+                self._steps_t = np.concatenate([self._steps_t, np.empty_like(self._steps_t)])
+                self._steps_m = np.concatenate([self._steps_m, np.empty_like(self._steps_m)])
+                self._nsteps = np.concatenate([self._nsteps, np.zeros(size, dtype=np.int64)])
                 self._owned_spare = list(range(2 * size - 1, size - 1, -1))
             row = self._owned_rows[job] = self._owned_spare.pop()
         self._owned[row] = self._words(used)
+        self._k.chunk_counts(self._owned[row], self._owned_cc[row])
         self._checked[row] = -1
+        self._nsteps[row] = 0
 
     def confirm(self, job, most: int | None = None) -> None:
         """``job``'s reservation was just placed at its first fit (``add_first_fit``, or where
-        ``scan`` found it, with its bound ``most``; None: unknown)."""
+        the last ``scan`` found it, with its bound ``most`` and the steps of that bound; None:
+        unknown)."""
         row = self._owned_rows[job]
         self._checked[row] = self._log_count
         self._bound[row] = job.res - 1 if most is None else most
+        steps = 0 if most is None else int(self._scratch[8][0])
+        self._nsteps[row] = steps
+        self._steps_t[row, :steps] = self._scratch[6][:steps]
+        self._steps_m[row, :steps] = self._scratch[7][:steps]
 
-    def _log_freed(self, i: int, j: int, used: int) -> None:
-        """The cores ``used`` were freed in slices ``[i, j)``."""
+    def _log_freed(self, i: int, j: int, used: int, words: np.ndarray) -> None:
+        """The cores ``used`` (``words``) are being freed in slices ``[i, j)``; also logged: how far
+        around that interval one of them stays free (``core_kernels.free_around``)."""
         if self._log_count - self._log_base == FREED_LOG:
             self._log_base = self._log_count  # start again: every reservation checked before is searched in full
         e = self._log_count - self._log_base
         self._log_a[e] = self.times[i]
         self._log_b[e] = self.times[j] if j < len(self.times) else np.inf
         self._log_n[e] = used.bit_count()
+        self._log_pre[e], self._log_ext[e] = self._k.free_around(self.times, self.pool, self.rows, i, j, words)
         self._log_count += 1
         if self._kept[0]:
             self._k.retreat_no_fit(self._nofit, self._kept[0], self._log_a[e])
@@ -150,6 +187,9 @@ class ArrayCoreProfile(CoreProfile):
         return super()._register(job, p)
 
     def remove(self, job) -> None:
+        row = self._owned_rows.get(job)
+        if row is not None:  # its cores' words, for the release
+            self._remember(self.placed[job].used, self._owned[row].copy())
         super().remove(job)
         row = self._owned_rows.pop(job, None)
         if row is not None:
@@ -181,12 +221,15 @@ class ArrayCoreProfile(CoreProfile):
         self._room()
         q, code, i, most, earliest = self._k.scan(
             self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
-            self._scratch, self._log_a, self._log_b, self._log_n, self._log_base, self._log_count, self._checked,
-            self._bound, self._nofit, self._kept)
+            self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n, self._log_pre,
+            self._log_ext, self._log_base, self._log_count, self._checked,
+            self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept)
         moved = None
         if code > 0:
             start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
-            moved = float(start), self._mask(self._scratch[2])
+            used = self._mask(self._scratch[2])
+            self._remember(used, self._scratch[2].copy())
+            moved = float(start), used
         return q, code, moved, int(most), float(earliest)
 
     # -- slices
@@ -259,8 +302,9 @@ class ArrayCoreProfile(CoreProfile):
         self._k.take(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
 
     def _give_back(self, i, j, used):
-        self._log_freed(i, j, used)
-        self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, self._words(used))
+        words = self._words(used)
+        self._log_freed(i, j, used, words)
+        self._k.give_back(self.pool, self.cpool, self.rows, self.counts, i, j, words)
 
     def _find(self, n: int, duration: float, first_only: bool = False, *, starts: int | None = None,
               own: int = 0, own_size: int = 0):
@@ -289,7 +333,7 @@ class ArrayCoreProfile(CoreProfile):
 
     def _room(self) -> None:
         """The window queues' scratch holds a row per slice."""
-        suffix, tail, out, csuffix, ctail, owncc = self._scratch
+        suffix, tail, out, csuffix, ctail, *rest = self._scratch
         if len(suffix) < len(self.times):
             self._scratch = (np.empty((2 * len(self.times), self._nwords), dtype=np.uint64), tail, out,
-                             np.empty((2 * len(self.times), len(ctail)), dtype=np.int32), ctail, owncc)
+                             np.empty((2 * len(self.times), len(ctail)), dtype=np.int32), ctail, *rest)

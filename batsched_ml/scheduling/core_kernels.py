@@ -25,6 +25,8 @@ _H01 = np.uint64(0x0101010101010101)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 CHUNK = 16  # words per chunk of the chunk counts (1,024 cores)
 _MANY = 1 << 30  # above any chunk count (``CHUNK`` * 64 cores), in an int32
+AROUND = 64  # slices read on each side of a freed interval (``free_around``)
+STEPS = 8  # steps kept of a reservation's bound on its earlier windows (``_raise``)
 
 
 @njit(cache=True, nogil=True)
@@ -79,9 +81,47 @@ def give_back(pool, cpool, rows, counts, i, j, used):
 
 
 @njit(cache=True, nogil=True)
+def free_around(times, pool, rows, i, j, used):
+    """``(pre, ext)`` for cores ``used`` about to be freed in slices ``[i, j)``: ``ext`` the start of
+    the first slice from ``j`` on where none of them is free (inf: none), ``pre`` the end of the
+    last slice before ``i`` where none is (-inf: none). A window that these cores can have made
+    fit lies within ``[pre, ext)`` (one of them is free throughout it), at least while the slice
+    that bounds it comes before the reservation searched (see ``_window_bounds``). At most
+    ``AROUND`` slices are read on each side (beyond: unbounded, which only loosens the bound)."""
+    held = np.flatnonzero(used)
+    common = used[held].copy()
+    ext = np.inf
+    for k in range(j, min(len(rows), j + AROUND)):
+        row, alive = pool[rows[k]], False
+        for a in range(len(held)):
+            common[a] &= row[held[a]]
+            alive = alive or common[a] != 0
+        if not alive:
+            ext = times[k]
+            break
+    common[:] = used[held]
+    pre = -np.inf
+    for k in range(i - 1, max(i - 1 - AROUND, -1), -1):
+        row, alive = pool[rows[k]], False
+        for a in range(len(held)):
+            common[a] &= row[held[a]]
+            alive = alive or common[a] != 0
+        if not alive:
+            pre = times[k + 1]
+            break
+    return pre, ext
+
+
+@njit(cache=True, nogil=True)
 def own_counts(own, scratch):
     """``own``'s chunk counts into ``scratch``'s ``owncc``."""
     _recount(own, scratch[5])
+
+
+@njit(cache=True, nogil=True)
+def chunk_counts(words, chunks):
+    """``words``' set bits per chunk into ``chunks``."""
+    _recount(words, chunks)
 
 
 @njit(cache=True, nogil=True)
@@ -244,7 +284,26 @@ def _upper(kept, tail, chunks, nchunks, folded, kept_chunks, ctail):
 
 
 @njit(cache=True, nogil=True)
-def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch, first=0):
+def _raise(most, value, before, steps_t, steps_m, nsteps):
+    """``max(most, value)``, recording the step when it grows: the windows that start before
+    ``before`` are bounded by ``most`` (as the bound only grows from start to start, the steps
+    make it a non-decreasing function of the window's start). When ``STEPS`` are kept the last
+    one is overwritten: its windows take the next step's larger bound (looser, still a bound)."""
+    if value <= most:
+        return most
+    k = nsteps[0]
+    if k > 0 and steps_t[k - 1] >= before:  # the same start: the earlier step says nothing more
+        k -= 1
+    if k == len(steps_t):
+        k -= 1
+    steps_t[k], steps_m[k] = before, most
+    nsteps[0] = k + 1
+    return value
+
+
+@njit(cache=True, nogil=True)
+def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_size, scratch, first=0, most0=0,
+         limit=np.inf):
     """``CoreProfile._find``: the first slice ``i < stop`` from which ``n`` cores stay free for
     ``duration`` (-1 if none), its lowest such cores in ``out``; from slice ``stop`` on the cores
     of ``own`` (``own_size`` of them) count as free too. ``scratch``: ``(suffix, tail, out,
@@ -259,8 +318,13 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
     Returns ``(i, most)``, ``most`` an upper bound on the cores free throughout each window tried or
     skipped before ``i`` (each skip rule bounds the windows it skips: a slice's count, a chunk bound,
     an intersection's size), so below ``n`` when none fits. ``first``: the starts before that slice
-    are known to fail (not counted in ``most``)."""
-    suffix, tail, out, csuffix, ctail, owncc = scratch
+    are known to fail, with at most ``most0`` cores (where ``most`` starts); so are the starts from
+    ``limit`` on (-1 when none before fits; ``most`` leaves them out). The bound as a function
+    of the window's start goes to ``scratch``'s steps (``_raise``): ``steps_t[j]``, ``steps_m[j]``
+    for ``j < nsteps[0]``, "the windows that start before ``steps_t[j]`` keep at most ``steps_m[j]``
+    cores free"."""
+    suffix, tail, out, csuffix, ctail, owncc, steps_t, steps_m, nsteps = scratch
+    nsteps[0] = 0
     last = len(times)
     nwords, nchunks = len(tail), len(ctail)
     chunks = np.empty(nchunks, dtype=np.int64)  # the chunks whose words the words' queue folds
@@ -268,13 +332,16 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
     nfolded = 0
     base = split = end = 0  # the words' window queue: suffix[j - base] = slices j .. split-1
     cbase = csplit = cend = 0  # the chunks' one
-    i, passed, most = first, 0, 0
+    i, passed, most = first, 0, most0
     while i < stop:
+        begin = origin if i == 0 else times[i]  # the windows examined from here on start at ``begin`` or later
+        if begin >= limit:
+            break
         if counts[i] < n:
-            most = max(most, counts[i])
+            most = _raise(most, counts[i], begin, steps_t, steps_m, nsteps)
             i += 1
             continue
-        window_end = (origin if i == 0 else times[i]) + duration
+        window_end = begin + duration
         k = max(i + 1, passed)
         broke = False
         while k < last and times[k] < window_end:
@@ -283,7 +350,7 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
                 break
             k += 1
         if broke:  # every start up to k has slice k in its window
-            most = max(most, counts[k] + (own_size if k >= stop else 0))
+            most = _raise(most, counts[k] + (own_size if k >= stop else 0), begin, steps_t, steps_m, nsteps)
             i = k + 1
             continue
         passed = k
@@ -298,7 +365,7 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
             lo, hi = i, csplit - 1  # the last start up to hi whose bound still fails
             top = _chunk_bound(csuffix[hi - cbase], ctail)
             if top < n:  # the bounds grow with the start: the last one bounds the windows skipped
-                most = max(most, top)
+                most = _raise(most, top, begin, steps_t, steps_m, nsteps)
                 i = hi + 1
                 continue
             while hi - lo > 1:
@@ -308,7 +375,7 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
                     lo, bound = mid, middle
                 else:
                     hi = mid
-            most = max(most, bound)
+            most = _raise(most, bound, begin, steps_t, steps_m, nsteps)
             i = lo + 1
             continue
         # only the chunks with a core free in every slice of the window can hold its cores: the
@@ -344,7 +411,7 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
         lo, hi = i, min(split, csplit) - 1
         top = _upper(suffix[hi - base], tail, chunks, nfolded, folded, csuffix[hi - cbase], ctail)
         if top < n:
-            most = max(most, top)
+            most = _raise(most, top, begin, steps_t, steps_m, nsteps)
             i = hi + 1
             continue
         while hi - lo > 1:
@@ -354,39 +421,40 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
                 lo, size = mid, middle
             else:
                 hi = mid
-        most = max(most, size)
+        most = _raise(most, size, begin, steps_t, steps_m, nsteps)
         i = lo + 1
     return -1, most
 
 
 @njit(cache=True, nogil=True)
-def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
+def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
-    its own, is free throughout; the words of those cores are intersected slice by slice, each
+    its own, is free throughout. Only the chunks with a core free in the first slice are read
+    (its chunk counts); the words of the cores free there are intersected slice by slice, each
     dropped once empty, until none is left (usually within a few slices)."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
     if top < 0:
         return False
+    smear = own[top]  # every bit up to own's highest one in its word
+    for shift in (1, 2, 4, 8, 16, 32):
+        smear |= smear >> np.uint64(shift)
     active = np.empty(top + 1, dtype=np.int64)
     live = 0
-    for w in range(top + 1):
-        if w < top:
-            below = ~own[w]
-        else:  # the bits under own's highest one in its word
-            high = own[w]
-            highest = np.uint64(1)
-            while high > np.uint64(1):
-                high >>= np.uint64(1)
-                highest <<= np.uint64(1)
-            below = (highest - np.uint64(1)) & ~own[w]
-        tail[w] = below
-        if below:
-            active[live] = w
-            live += 1
-    for k in range(first, stop):
+    row, chunks = pool[rows[first]], cpool[rows[first]]
+    for c in range(top // CHUNK + 1):
+        if chunks[c] == 0:
+            continue
+        for w in range(c * CHUNK, min((c + 1) * CHUNK, top + 1)):
+            below = ~own[w] if w < top else (smear >> np.uint64(1)) & ~own[w]
+            v = below & row[w]
+            tail[w] = v
+            if v:
+                active[live] = w
+                live += 1
+    for k in range(first + 1, stop):
         if live == 0:
             return True
         row = pool[rows[k]]
@@ -403,27 +471,31 @@ def _keeps_its_cores(pool, rows, first, stop, own, n, tail):
 
 
 @njit(cache=True, nogil=True)
-def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch, first=0):
+def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, reserved_end, own, scratch, first=0,
+                most0=0, limit=np.inf, own_size=-1):
     """``CoreProfile.reinsertion`` for a future reservation ``[start, reserved_end)`` on the cores
     ``own``: ``(0, -1, most)`` when it stays as it is, ``(1, i, most)`` when it fits earlier from slice
     ``i``, ``(2, -1, most)`` when it keeps its start on other (lower-numbered) cores; the cores in
-    ``scratch``'s ``out``; ``most``: ``find``'s bound on the windows before its (new) start."""
-    own_size = _recount(own, scratch[5])
+    ``scratch``'s ``out``; ``most``: ``find``'s bound on the windows before its (new) start.
+    ``own_size`` >= 0: ``own``'s size, its chunk counts already in ``scratch``'s ``owncc``."""
+    if own_size < 0:
+        own_size = _recount(own, scratch[5])
     starts = np.searchsorted(times, start)  # the slices that begin before the reservation
-    i, most = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch, first)
+    i, most = find(times, counts, rows, pool, cpool, origin, n, duration, starts, own, own_size, scratch, first,
+                   most0, limit)
     if i >= 0:
         return 1, i, most
-    return lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch), -1, most
+    return lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch), -1, most
 
 
 @njit(cache=True, nogil=True)
-def lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratch):
+def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch):
     """2 when a reservation ``[start, reserved_end)`` on the cores ``own`` that cannot start earlier
     would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0."""
     tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
     stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
-    if own_size == n and _keeps_its_cores(pool, rows, first, stop, own, n, tail):
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
         return 0
     nwords = len(tail)
     for w in range(nwords):
@@ -440,29 +512,68 @@ def lower_cores(times, rows, pool, n, start, reserved_end, own, own_size, scratc
 
 
 @njit(cache=True, nogil=True)
-def _most_freed(log_a, log_b, log_n, first, last, now, start, span, points, weights):
-    """The most cores that log entries ``[first, last)`` freed in intervals met by one window of
-    ``span`` seconds starting from ``now`` to ``start``: a window from ``t`` meets ``[a, b)`` when
-    ``a - span < t < b`` (widened a little against rounding: only the bound loosens), so this is
-    the heaviest point of those intervals clipped to ``[now, start)`` (a sweep)."""
+def _window_bounds(log_a, log_b, log_n, log_pre, log_ext, first, last, now, start, span, n, row_t, row_m, row_k,
+                   bound, points, weights, steps_t, steps_m, nsteps):
+    """A bound on the cores free throughout each window of ``span`` seconds that starts from ``now``
+    to ``start``, as a function of its start ``t``: the reservation's bound at its last check (its
+    steps ``row_t``/``row_m``, ``row_k`` of them, then ``bound``) plus the cores that log entries
+    ``[first, last)`` freed in intervals the window meets (``a - span < t < b``) and that one of
+    them stays free around (``[pre, ext)``, ``free_around``: a window reaching a slice where none of
+    them is free cannot hold them; used only where that slice comes before ``start``, as the
+    reservation's own cores count as free after it), widened a little against rounding (only the
+    bound loosens).
+
+    Why that bounds the cores free throughout a window ``W``: a core free throughout ``W`` now but
+    not at the last check was freed in ``W`` since, and when it was last freed there (nothing
+    freed it in ``W`` afterwards, nothing took it) it was free in the rest of ``W``: so that entry's
+    interval meets ``W`` and ``W`` lies within its ``[pre, ext)``. A sweep over those intervals and steps (at a tie
+    the increases come first: a heavier point). Returns ``(most, lowest, below, highest, above)``:
+    ``most`` its maximum, ``lowest`` the first start from which it reaches ``n`` (inf: none) and
+    ``below`` its maximum before that, ``highest`` the start from which it stays below ``n`` and
+    ``above`` its maximum from there; its own steps (a prefix maximum) go to ``steps_*`` (``_raise``)."""
     m, half = 0, len(points) // 2
+    base = row_m[0] if row_k > 0 else bound
+    for j in range(row_k):  # the bound's increases, each from its step's time on
+        after = row_m[j + 1] if j + 1 < row_k else bound
+        if after > row_m[j]:
+            points[m], weights[m] = max(row_t[j], now), after - row_m[j]
+            m += 1
+    ends = 0
     for e in range(first, last):
         lo = log_a[e] - span
+        if log_pre[e] <= start:
+            lo = max(lo, log_pre[e])
         lo -= 1e-9 * abs(lo) + 1e-6
-        hi = min(log_b[e], start)
+        hi = log_b[e]
+        if log_ext[e] < start:
+            hi = min(hi, log_ext[e] - span)
+            hi += 1e-9 * abs(hi) + 1e-6
+        hi = min(hi, start)
         if lo < hi and hi > now:
-            points[m], weights[m] = lo, log_n[e]
-            points[half + m], weights[half + m] = hi, -log_n[e]
+            points[m], weights[m] = max(lo, now), log_n[e]
+            points[half + ends], weights[half + ends] = hi, -log_n[e]
             m += 1
-    # the ends after the starts: a stable sort puts a start first at a tie (a heavier point)
-    points[m:2 * m] = points[half:half + m]
-    weights[m:2 * m] = weights[half:half + m]
-    order = np.argsort(points[:2 * m], kind="mergesort")
-    most = load = 0
-    for r in order:
+            ends += 1
+    # the ends after the increases: a stable sort puts an increase first at a tie
+    points[m:m + ends] = points[half:half + ends]
+    weights[m:m + ends] = weights[half:half + ends]
+    order = np.argsort(points[:m + ends], kind="mergesort")
+    nsteps[0] = 0
+    most = load = above = base
+    lowest, below, highest = (now, 0, np.inf) if base >= n else (np.inf, base, now)
+    for a in range(len(order)):
+        r = order[a]
         load += weights[r]
-        most = max(most, load)
-    return most
+        if load > most:
+            before = most
+            most = _raise(most, load, points[r], steps_t, steps_m, nsteps)
+            if most >= n and lowest == np.inf:
+                lowest, below = points[r], before
+        if load >= n:  # it holds until the next point
+            highest, above = (points[order[a + 1]] if a + 1 < len(order) else np.inf), 0
+        else:
+            above = max(above, load)
+    return most, lowest, below, highest, above
 
 
 @njit(cache=True, nogil=True)
@@ -503,10 +614,10 @@ def retreat_no_fit(nofit, kept, a):
 
 
 @njit(cache=True, nogil=True)
-def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, scratch,
-         log_a, log_b, log_n, log_base, log_count, checked, bound, nofit, kept):
+def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, owned_cc, scratch,
+         log_a, log_b, log_n, log_pre, log_ext, log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
-    ``[cstart, cend)`` on the cores ``owned[crow]``; NaN: none): each future reservation that
+    ``[cstart, cend)`` on the cores ``owned[crow]``, their chunk counts ``owned_cc[crow]``; NaN: none): each future reservation that
     ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
     first candidate that is not a future reservation of its span (code -1) or that moves
     (``reinsertion``'s code, slice and bound, cores in ``out``), or ``(len(cn), 0, -1, 0, earliest)``;
@@ -517,15 +628,18 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     logs every interval it frees cores in (``log_a``/``log_b``, ``log_n`` cores, entry ``e`` at
     ``e - log_base``, ``log_count`` entries so far); ``checked[crow[q]]`` is the log's length when
     the reservation was last found to be its first fit (below ``log_base``: unknown) and
-    ``bound[crow[q]]`` then bounded the cores free throughout each window before its start. While
-    that bound plus the most cores freed since in intervals that one window before it meets
-    (``_most_freed``) stays below its size, no earlier window can fit: only lower cores are looked
-    for, and only if cores were freed during the reservation; else it is searched anew
-    (``reinsertion``), which also renews the bound. A search starts after the starts that the
-    pass's earlier answers rule out (``nofit``, ``kept[0]`` bounds, as the counting model's
-    ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
+    ``bound[crow[q]]`` then bounded the cores free throughout each window before its start, and
+    ``row_t``/``row_m`` (``row_k`` steps) that bound as a function of the window's start (windows
+    near the present, where most cores are freed, are usually far fuller than the best one). While
+    that bound plus the cores freed since in intervals the window meets (``_window_bounds``) stays
+    below its size for every window, no earlier window can fit: only lower cores are looked for,
+    and only if cores were freed during the reservation; else it is searched anew (``reinsertion``)
+    over the starts where it reaches the size, which also renews the bound. A search also
+    starts after the starts that the pass's earlier answers rule out (``nofit``, ``kept[0]``
+    bounds, as the counting model's ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
-    points, weights = np.empty(2 * len(log_a)), np.empty(2 * len(log_a), dtype=np.int64)
+    points, weights = np.empty(2 * len(log_a) + 2 * STEPS), np.empty(2 * len(log_a) + 2 * STEPS, dtype=np.int64)
+    steps_t, steps_m, nsteps = scratch[6], scratch[7], scratch[8]
     while q < len(cn):
         start, end, row, n = cstart[q], cend[q], crow[q], cn[q]
         if not (start > now and end == start + cspan[q]):
@@ -533,28 +647,39 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
         since = checked[row]
         code, i, most = 0, -1, bound[row]
         if since < log_count:
-            freed, during = 0, False
+            lowest, below, highest, above, during = -np.inf, 0, np.inf, 0, False
             if since >= log_base:
-                freed = _most_freed(log_a, log_b, log_n, since - log_base, log_count - log_base, now, start,
-                                    cspan[q], points, weights)
+                most, lowest, below, highest, above = _window_bounds(
+                    log_a, log_b, log_n, log_pre, log_ext, since - log_base, log_count - log_base, now, start, cspan[q], n,
+                    row_t[row], row_m[row], row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
                 for e in range(since - log_base, log_count - log_base):
                     during = during or (log_a[e] < end and log_b[e] > start)
-            if since >= log_base and most + freed < n:
-                most += freed
+            if since >= log_base and most < n:
                 if during:
-                    code = lower_cores(times, rows, pool, n, start, end, owned[row], n, scratch)
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch)
             else:
+                # the first start that the frees can have made fit, and the pass's "no fit before" bounds
                 x, cores = _no_fit_before(nofit, kept[0], n, cspan[q], start)
                 first = 0 if x <= origin else np.searchsorted(times, x)
+                from_freed = 0 if lowest <= origin else np.searchsorted(times, lowest)
+                most0 = max(cores - 1 if first > 0 else 0, below if from_freed > 0 else 0)
+                scratch[5][:] = owned_cc[row]
                 code, i, most = reinsertion(times, counts, rows, pool, cpool, origin, n, cspan[q], start, end,
-                                            owned[row], scratch, first)
-                if first > 0:
-                    most = max(most, cores - 1)
+                                            owned[row], scratch, max(first, from_freed), most0, highest, n)
+                if code != 1 and highest < start:  # the windows from ``highest`` on, left out of the search
+                    most = _raise(most, above, highest, steps_t, steps_m, nsteps)
+        else:
+            nsteps[0] = row_k[row]  # unchanged: its steps stay
+            steps_t[:row_k[row]] = row_t[row, :row_k[row]]
+            steps_m[:row_k[row]] = row_m[row, :row_k[row]]
         kept[0] = note_no_fit(nofit, kept[0], n, cspan[q], (origin if i == 0 else times[i]) if code == 1 else start)
         if code != 0:
             return q, code, i, most, earliest
         checked[row] = log_count
         bound[row] = most
+        row_k[row] = nsteps[0]
+        row_t[row, :nsteps[0]] = steps_t[:nsteps[0]]
+        row_m[row, :nsteps[0]] = steps_m[:nsteps[0]]
         earliest = min(earliest, start)
         q += 1
     return q, 0, -1, 0, earliest
