@@ -283,6 +283,18 @@ print(scipy.linalg.cython_blas.__name__)
     assert out[2] == "scipy.linalg.cython_blas"
 
 
+def test_no_compiled_kernel_calls_blas():
+    """``numba_loading.load_numba_without_blas`` makes numba treat BLAS as absent for the whole
+    process: it is right only while no compiled kernel of the package uses BLAS."""
+    package = ROOT / "batsched_ml"
+    compiled = [path for path in package.rglob("*.py") if "numba" in path.read_text()]
+    assert any(path.name == "release_kernel.py" for path in compiled)
+    for path in compiled:
+        text = path.read_text()
+        for blas in ("np.dot(", "np.vdot(", "np.inner(", "np.matmul(", "np.linalg", "numpy.linalg", "scipy.linalg."):
+            assert blas not in text or path.name == "numba_loading.py", (path, blas)
+
+
 def test_a_job_as_wide_as_the_window_only_scales_it():
     """A running job wider than every needed count: released, it takes the count past the
     window; kept, it leaves the other jobs' distribution as is."""

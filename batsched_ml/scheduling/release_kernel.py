@@ -27,9 +27,10 @@ functions run as plain Python when numba is missing (tests, slowly).
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import numpy as np
+
+from ..numba_loading import load_numba_without_blas
 
 AVAILABLE = importlib.util.find_spec("numba") is not None
 # a subtree is skipped only when its bound is this far below the running maximum: far above the
@@ -49,32 +50,13 @@ def compile_kernels() -> None:
     global _COMPILED
     if _COMPILED or not AVAILABLE:
         return
-    _load_numba_without_blas()
+    load_numba_without_blas()
     from numba import njit
 
     module = globals()
     for name in _KERNELS:
         module[name] = njit(cache=True, nogil=True)(module[name])
     _COMPILED = True
-
-
-def _load_numba_without_blas() -> None:
-    """Load numba's array typing (``numba.np.arraymath``) without ``scipy.linalg``.
-
-    At the first call of any kernel numba loads its array registries, and ``arraymath`` imports
-    ``scipy.linalg`` (0.3 CPU s, a third of numba's start-up) only to learn whether ``np.dot`` may
-    call BLAS. No kernel of ours calls BLAS (nor ``np.dot``), so the module is loaded here with
-    ``scipy.linalg`` hidden (numba then treats BLAS as absent: ``np.dot`` of 1-D arrays would be a
-    plain loop). ``scipy.linalg`` itself stays importable afterwards (scikit-learn needs it); when
-    it is already imported, or numba's registries already loaded, this changes nothing."""
-    if "scipy.linalg" in sys.modules or "numba.np.arraymath" in sys.modules:
-        return
-    sys.modules["scipy.linalg"] = None  # an import of it raises ImportError meanwhile
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        if sys.modules.get("scipy.linalg", False) is None:
-            del sys.modules["scipy.linalg"]
 
 
 @_kernel
