@@ -283,6 +283,28 @@ print(scipy.linalg.cython_blas.__name__)
     assert out[2] == "scipy.linalg.cython_blas"
 
 
+def test_a_module_hidden_while_numba_loads_is_hidden_from_that_thread_only(tmp_path, monkeypatch):
+    """Other threads of the process (simulations of a campaign) import it as usual meanwhile."""
+    import sys
+    import threading
+
+    from batsched_ml.numba_loading import HiddenInThisThread
+
+    (tmp_path / "hidden_probe_module.py").write_text("VALUE = 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "hidden_probe_module", raising=False)
+    finder = HiddenInThisThread("hidden_probe_module")
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError):
+        import hidden_probe_module  # noqa: F401
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(__import__("hidden_probe_module").VALUE))
+    other.start()
+    other.join()
+    assert seen == [7]
+    sys.modules.pop("hidden_probe_module", None)
+
+
 def test_no_compiled_kernel_calls_blas():
     """``numba_loading.load_numba_without_blas`` makes numba treat BLAS as absent for the whole
     process: it is right only while no compiled kernel of the package uses BLAS."""
