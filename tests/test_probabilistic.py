@@ -288,7 +288,7 @@ def test_a_module_hidden_while_numba_loads_is_hidden_from_that_thread_only(tmp_p
     import sys
     import threading
 
-    from batsched_ml.numba_loading import HiddenInThisThread
+    from batsched_ml.scheduling.numba_loading import HiddenInThisThread
 
     (tmp_path / "hidden_probe_module.py").write_text("VALUE = 7\n")
     monkeypatch.syspath_prepend(str(tmp_path))

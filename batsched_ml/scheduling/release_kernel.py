@@ -30,7 +30,7 @@ import importlib.util
 
 import numpy as np
 
-from ..numba_loading import load_numba_without_blas
+from .numba_loading import load_numba_without_blas
 
 AVAILABLE = importlib.util.find_spec("numba") is not None
 # a subtree is skipped only when its bound is this far below the running maximum: far above the

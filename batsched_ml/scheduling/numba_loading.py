@@ -2,7 +2,7 @@
 
 Call ``load_numba_without_blas()`` before the first call of any compiled kernel (the first call
 loads numba's typing registries; calling it later changes nothing, and neither does calling it
-twice). Used by ``scheduling.release_kernel``; any module of compiled kernels may call it too.
+twice). Used by ``release_kernel``; any module of compiled kernels may call it too.
 """
 
 from __future__ import annotations
