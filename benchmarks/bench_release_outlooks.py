@@ -9,15 +9,23 @@ or risk = 0) and every accepted risk is the recorded one, bit for bit. Replaying
 with two versions of the code (``PYTHONPATH=OLD_CHECKOUT python benchmarks/bench_release_outlooks.py
 --replay FILE``, alternated with this checkout) compares their DP on the same inputs.
 
+``--startup N`` times the DP's start-up instead: in each of ``N`` fresh processes (after importing
+``batsched_ml.runner``, as a run has before its first outlook), the CPU of the first outlook (numba's
+import and loading of the cached kernels) minus that of the same outlook again; prints each
+process's value, their median, and whether ``scipy.linalg`` got imported on the way.
+
 Usage: python benchmarks/bench_release_outlooks.py --record FILE [--jobs 1000] [--cores 93312] [--load 2]
            [--distribution user] [--seed 0]
        python benchmarks/bench_release_outlooks.py --replay FILE [--rounds 3]
+       python benchmarks/bench_release_outlooks.py --startup N
 """
 
 from __future__ import annotations
 
 import argparse
 import pickle
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -90,6 +98,36 @@ def replay(path: str, rounds: int) -> int:
     return 1 if differing else 0
 
 
+STARTUP_PROCESS = """
+import sys, time
+import numpy as np
+import batsched_ml.runner
+from batsched_ml.scheduling.release_dp import ReleaseOutlook
+def outlook():
+    ReleaseOutlook([1.0, 2.0, 2.0, 3.0], [0, 0, 1, 0], [0.3, 0.6, 1.0, 1.0], [4, 2], 2, [1, 3]).risks(
+        [1, 3], np.array([[0.5, 0.5], [1.0, 0.0]]), np.array([[2.5, 4.0], [2.5, 0.5]]), 0.05)
+start = time.process_time()
+outlook()
+first = time.process_time() - start
+start = time.process_time()
+outlook()
+print(first - (time.process_time() - start), "scipy.linalg" in sys.modules)
+"""
+
+
+def startup(processes: int) -> int:
+    """The DP's start-up (numba's import and loading), once per fresh process."""
+    values, scipy_loaded = [], set()
+    for _ in range(processes):
+        out = subprocess.run([sys.executable, "-c", STARTUP_PROCESS], capture_output=True, text=True, check=True)
+        value, loaded = out.stdout.split()
+        values.append(float(value))
+        scipy_loaded.add(loaded)
+    print(f"DP start-up (numba loading), CPU s per process: median {statistics.median(values):.3f} "
+          f"({', '.join(f'{v:.3f}' for v in values)}); scipy.linalg imported: {' / '.join(sorted(scipy_loaded))}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--record", metavar="FILE")
@@ -100,9 +138,12 @@ def main(argv=None) -> int:
     parser.add_argument("--distribution", default="user")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--startup", type=int, metavar="N", help="time the DP's start-up in N fresh processes")
     args = parser.parse_args(argv)
+    if args.startup:
+        return startup(args.startup)
     if bool(args.record) == bool(args.replay):
-        parser.error("give one of --record FILE and --replay FILE")
+        parser.error("give one of --record FILE, --replay FILE and --startup N")
     if args.record:
         record(args.record, args.jobs, args.cores, args.load, args.distribution, args.seed)
         return 0

@@ -257,6 +257,66 @@ def test_inconsistent_events_are_refused():
         ReleaseOutlook([1.0], [3], [1.0], [4], 1, [1])  # no running job 3
 
 
+@pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="the compiled DP needs numba")
+def test_numba_loads_without_scipy_linalg_which_stays_importable():
+    """numba's start-up (a fresh process) skips its BLAS probe, which imports ``scipy.linalg``
+    (a third of the start-up); the DP's answers are unchanged and scipy.linalg still imports."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+import numpy as np
+from batsched_ml.scheduling.release_dp import ReleaseOutlook
+outlook = ReleaseOutlook([1.0, 2.0, 2.0, 3.0], [0, 0, 1, 0], [0.3, 0.6, 1.0, 1.0], [4, 2], 2, [1, 3])
+risks = outlook.risks([1, 3], np.array([[0.5, 0.5], [1.0, 0.0]]), np.array([[2.5, 4.0], [2.5, 0.5]]))
+print(",".join(map(repr, risks.tolist())), "scipy.linalg" in sys.modules)
+import scipy.linalg.cython_blas
+print(scipy.linalg.cython_blas.__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    expected = ReleaseOutlook([1.0, 2.0, 2.0, 3.0], [0, 0, 1, 0], [0.3, 0.6, 1.0, 1.0], [4, 2], 2, [1, 3]).risks(
+        [1, 3], np.array([[0.5, 0.5], [1.0, 0.0]]), np.array([[2.5, 4.0], [2.5, 0.5]]))
+    assert out[0] == ",".join(map(repr, expected.tolist()))  # the same risks, bit for bit
+    assert expected.min() > 0.0
+    assert out[1] == "False"  # numba loaded without scipy.linalg
+    assert out[2] == "scipy.linalg.cython_blas"
+
+
+def test_a_module_hidden_while_numba_loads_is_hidden_from_that_thread_only(tmp_path, monkeypatch):
+    """Other threads of the process (simulations of a campaign) import it as usual meanwhile."""
+    import sys
+    import threading
+
+    from batsched_ml.scheduling.numba_loading import HiddenInThisThread
+
+    (tmp_path / "hidden_probe_module.py").write_text("VALUE = 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "hidden_probe_module", raising=False)
+    finder = HiddenInThisThread("hidden_probe_module")
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    with pytest.raises(ModuleNotFoundError):
+        import hidden_probe_module  # noqa: F401
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(__import__("hidden_probe_module").VALUE))
+    other.start()
+    other.join()
+    assert seen == [7]
+    sys.modules.pop("hidden_probe_module", None)
+
+
+def test_no_compiled_kernel_calls_blas():
+    """``numba_loading.load_numba_without_blas`` makes numba treat BLAS as absent for the whole
+    process: it is right only while no compiled kernel of the package uses BLAS."""
+    package = ROOT / "batsched_ml"
+    compiled = [path for path in package.rglob("*.py") if "numba" in path.read_text()]
+    assert any(path.name == "release_kernel.py" for path in compiled)
+    for path in compiled:
+        text = path.read_text()
+        for blas in ("np.dot(", "np.vdot(", "np.inner(", "np.matmul(", "np.linalg", "numpy.linalg", "scipy.linalg."):
+            assert blas not in text or path.name == "numba_loading.py", (path, blas)
+
+
 def test_a_job_as_wide_as_the_window_only_scales_it():
     """A running job wider than every needed count: released, it takes the count past the
     window; kept, it leaves the other jobs' distribution as is."""

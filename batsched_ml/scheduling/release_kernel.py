@@ -30,6 +30,8 @@ import importlib.util
 
 import numpy as np
 
+from .numba_loading import load_numba_without_blas
+
 AVAILABLE = importlib.util.find_spec("numba") is not None
 # a subtree is skipped only when its bound is this far below the running maximum: far above the
 # rounding of the sums (up to ~10^5 terms), so a skipped leaf could not have raised it
@@ -48,6 +50,7 @@ def compile_kernels() -> None:
     global _COMPILED
     if _COMPILED or not AVAILABLE:
         return
+    load_numba_without_blas()
     from numba import njit
 
     module = globals()
