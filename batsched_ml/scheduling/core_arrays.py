@@ -46,6 +46,9 @@ _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_own
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 RECENT_MASKS = 8  # masks whose words ``_words`` remembers
+# the arrays with a row per placement (``_owned_rows``), with what a new row holds until it is set
+OWNED_ROWS = (("_owned", 0), ("_owned_cc", 0), ("_checked", -1), ("_bound", 0), ("_steps_t", 0),
+              ("_steps_m", 0), ("_nsteps", 0))
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
 NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
@@ -142,13 +145,9 @@ class ArrayCoreProfile(CoreProfile):
         if row is None:
             if not self._owned_spare:
                 size = len(self._owned)
-                self._owned = np.concatenate([self._owned, np.zeros_like(self._owned)])
-                self._owned_cc = np.concatenate([self._owned_cc, np.zeros_like(self._owned_cc)])
-                self._checked = np.concatenate([self._checked, np.full(size, -1, dtype=np.int64)])
-                self._bound = np.concatenate([self._bound, np.zeros(size, dtype=np.int64)])
-                self._steps_t = np.concatenate([self._steps_t, np.empty_like(self._steps_t)])
-                self._steps_m = np.concatenate([self._steps_m, np.empty_like(self._steps_m)])
-                self._nsteps = np.concatenate([self._nsteps, np.zeros(size, dtype=np.int64)])
+                for name, fill in OWNED_ROWS:  # every per-placement array doubles
+                    array = getattr(self, name)
+                    setattr(self, name, np.concatenate([array, np.full_like(array, fill)]))
                 self._owned_spare = list(range(2 * size - 1, size - 1, -1))
             row = self._owned_rows[job] = self._owned_spare.pop()
         self._owned[row] = self._words(used)
