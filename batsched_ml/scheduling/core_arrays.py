@@ -162,10 +162,11 @@ class ArrayCoreProfile(CoreProfile):
         row = self._owned_rows[job]
         self._checked[row] = self._log_count
         self._bound[row] = job.res - 1 if most is None else most
-        steps = 0 if most is None else int(self._scratch[8][0])
+        *_, steps_t, steps_m, nsteps = self._scratch  # the last scan's steps (``core_kernels.find``)
+        steps = 0 if most is None else int(nsteps[0])
         self._nsteps[row] = steps
-        self._steps_t[row, :steps] = self._scratch[6][:steps]
-        self._steps_m[row, :steps] = self._scratch[7][:steps]
+        self._steps_t[row, :steps] = steps_t[:steps]
+        self._steps_m[row, :steps] = steps_m[:steps]
 
     def _log_freed(self, i: int, j: int, used: int, words: np.ndarray) -> None:
         """The cores ``used`` (``words``) are being freed in slices ``[i, j)``; also logged: how far
@@ -310,7 +311,7 @@ class ArrayCoreProfile(CoreProfile):
         stop = (1 if first_only else len(self.times)) if starts is None else starts
         self._room()
         words = self._words(own)
-        self._k.own_counts(words, self._scratch)
+        self._k.chunk_counts(words, self._scratch[5])  # ``find``'s ``owncc``
         i, _ = self._k.find(self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, n, duration,
                             stop, words, own_size, self._scratch)
         return None if i < 0 else (i, self._mask(self._scratch[2]))

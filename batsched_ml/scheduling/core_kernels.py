@@ -89,33 +89,27 @@ def free_around(times, pool, rows, i, j, used):
     that bounds it comes before the reservation searched (see ``_window_bounds``). At most
     ``AROUND`` slices are read on each side (beyond: unbounded, which only loosens the bound)."""
     held = np.flatnonzero(used)
-    common = used[held].copy()
-    ext = np.inf
-    for k in range(j, min(len(rows), j + AROUND)):
-        row, alive = pool[rows[k]], False
-        for a in range(len(held)):
-            common[a] &= row[held[a]]
-            alive = alive or common[a] != 0
-        if not alive:
-            ext = times[k]
-            break
-    common[:] = used[held]
-    pre = -np.inf
-    for k in range(i - 1, max(i - 1 - AROUND, -1), -1):
-        row, alive = pool[rows[k]], False
-        for a in range(len(held)):
-            common[a] &= row[held[a]]
-            alive = alive or common[a] != 0
-        if not alive:
-            pre = times[k + 1]
-            break
+    k = _first_without(pool, rows, j, min(len(rows), j + AROUND), 1, used, held)
+    ext = np.inf if k < 0 else times[k]
+    k = _first_without(pool, rows, i - 1, max(i - 1 - AROUND, -1), -1, used, held)
+    pre = -np.inf if k < 0 else times[k + 1]
     return pre, ext
 
 
 @njit(cache=True, nogil=True)
-def own_counts(own, scratch):
-    """``own``'s chunk counts into ``scratch``'s ``owncc``."""
-    _recount(own, scratch[5])
+def _first_without(pool, rows, start, stop, step, used, held):
+    """The first slice of ``range(start, stop, step)`` from which on (in that order) none of the
+    cores ``used`` has stayed free, -1 if there is none; ``held``: the indices of ``used``'s
+    non-zero words."""
+    common = used[held].copy()
+    for k in range(start, stop, step):
+        row, alive = pool[rows[k]], False
+        for a in range(len(held)):
+            common[a] &= row[held[a]]
+            alive = alive or common[a] != 0
+        if not alive:
+            return k
+    return -1
 
 
 @njit(cache=True, nogil=True)
