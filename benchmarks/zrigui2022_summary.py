@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import json
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -31,6 +33,15 @@ TABLE7 = {("KTH-SP2", "ci-fcfs"): 50, ("CTC-SP2", "ci-fcfs"): 79, ("SDSC-SP2", "
           ("SDSC-BLUE", "ci-fcfs"): 63, ("KTH-SP2", "ci-spf"): 59, ("CTC-SP2", "ci-spf"): 85,
           ("SDSC-SP2", "ci-spf"): 75, ("SDSC-BLUE", "ci-spf"): 74}
 METRIC = "cum_bsld60"
+SPREAD_BOUND = 5.0  # points: issue 25's bound on a five-seed spread
+
+
+def sets_over_bound(values: list[float], size: int = 5) -> str:
+    """Share of the ``size``-run subsets whose spread exceeds the bound, as "k/n" ("" for too few runs)."""
+    if len(values) <= size:
+        return ""
+    spreads = [max(c) - min(c) for c in itertools.combinations(values, size)]
+    return f"{sum(x > SPREAD_BOUND for x in spreads)}/{len(spreads)}"
 
 
 def fmt(iv, digits=1) -> str:
@@ -77,6 +88,8 @@ def summary(results_dir: Path, baseline: str):
                    "reduction": round(iv.estimate, 2), "ci_low": iv.low and round(iv.low, 2),
                    "ci_high": iv.high and round(iv.high, 2),
                    "spread": round(max(red.values()) - min(red.values()), 2),
+                   "sd": round(statistics.stdev(red.values()), 2) if len(red) > 1 else "",
+                   "five_run_sets_over_5": sets_over_bound(list(red.values())),
                    "per_seed": " / ".join(f"{red[s]:.1f}" for s in seeds),
                    "paper": TABLE7.get((trace, config), "")}
             infos = {s: classification(results_dir, runs[s]) for s in seeds}
@@ -104,23 +117,25 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows = summary(args.results_dir, args.baseline)
     print(f"| trace | config | runs | {METRIC} | reduction vs {args.baseline} [95% CI] | per seed | spread | paper "
-          "| precision | recall | Table 5 P/R | learning s / 1,000 jobs |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| sd | 5-run sets over 5 | precision | recall | Table 5 P/R | learning s / 1,000 jobs |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row, _ in rows:
         ci = f" [{row['ci_low']:.1f}, {row['ci_high']:.1f}]" if row["ci_low"] is not None else ""
         print(f"| {row['trace']} | {row['config']} | {row['runs']} | {row[METRIC]:,} | {row['reduction']:.1f}{ci} "
-              f"| {row['per_seed']} | {row['spread']:.1f} | {row['paper']} | {row.get('precision', '')} "
+              f"| {row['per_seed']} | {row['spread']:.1f} | {row['paper']} | {row['sd']} "
+              f"| {row['five_run_sets_over_5']} | {row.get('precision', '')} "
               f"| {row.get('recall', '')} | {row.get('table5_precision_recall', '')} "
               f"| {row.get('learning_s_per_1000_jobs', '')} |")
     reds = {(r["trace"], r["config"]): red for r, red in rows}
-    print("\nCalendar check (ci-fcfs-fixed-offset minus ci-fcfs, reduction points, seed by seed):")
+    print("\nCalendar check (X-fixed-offset minus X, reduction points, seed by seed):")
     for (trace, config), red in reds.items():
-        if config != "ci-fcfs-fixed-offset" or (trace, "ci-fcfs") not in reds:
+        zone = config.removesuffix("-fixed-offset")
+        if zone == config or (trace, zone) not in reds:
             continue
-        named = reds[(trace, "ci-fcfs")]
+        named = reds[(trace, zone)]
         diffs = {s: red[s] - named[s] for s in red if s in named}
         iv = mean_interval(list(diffs.values()))
-        print(f"  {trace}: " + " / ".join(f"s{s} {d:+.1f}" for s, d in sorted(diffs.items()))
+        print(f"  {trace} {zone}: " + " / ".join(f"s{s} {d:+.1f}" for s, d in sorted(diffs.items()))
               + f"; mean {fmt(iv)} points")
     if args.csv:
         with open(args.csv, "w", newline="") as f:

@@ -434,6 +434,17 @@ def test_small_first_probability_head_start_bounds_who_passes_whom():
         for b in jobs:
             if a.info["small"] == b.info["small"] and b.submission_time - a.submission_time >= 100:
                 assert policy.key(a, 400) < policy.key(b, 400)
+    # one queue: the class no longer jumps a job over the other class; small jobs 4 and 5 (submitted
+    # 300 / 310 s) wait behind the large jobs 1-3, and nobody, of either class, is passed by a job
+    # submitted head_start or more after it
+    one = SmallFirst(FCFS(), by_probability="one-queue", head_start=100)
+    assert order(one) == [2, 1, 3, 5, 4]
+    for a in jobs:
+        for b in jobs:
+            if b.submission_time - a.submission_time >= 100:
+                assert one.key(a, 400) < one.key(b, 400)
+    with pytest.raises(ValueError, match="one-queue needs probability_head_start"):
+        SmallFirst(FCFS(), by_probability="one-queue")
     with pytest.raises(ValueError, match="probability_head_start needs order_by_probability"):
         SmallFirst(FCFS(), head_start=100)
     with pytest.raises(ValidationError, match="probability_head_start must be a number > 0"):

@@ -30,7 +30,8 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
 * ``timezone=header-offset``: the SWF header's numeric TimeZone instead of its named zone;
 * beyond the paper (defaults off): ``class_starvation_threshold`` (seconds: a job waiting longer
   goes first in its own class), ``order_by_probability`` (``small`` / ``both``: classes ordered
-  by the classifier's P(small)), ``probability_head_start`` (seconds ``H``: those classes by
+  by the classifier's P(small); ``one-queue``: both classes in one queue by the head-start key),
+  ``probability_head_start`` (seconds ``H``: those classes by
   ``submission time - H x P(small)`` instead, which bounds how long a job can be passed), ``probe_after`` (re-classify small a waiting large job after
   ``k x divider x (1 - p) / p``), ``reclassify_waiting`` (classify a waiting job again when a
   job of one of its feature categories completes, and at each retraining),

@@ -43,7 +43,10 @@ class SmallFirst(Policy):
     classifier's ``job.info["p_small"]``, then ``base``: the jobs it is least sure of wait
     behind the others, so a false small one delays fewer true small ones) or ``both`` (the
     large class too: a small job the classifier missed by a little goes first among the
-    large ones).
+    large ones), or ``one-queue`` (with ``head_start``: both classes in one queue by the
+    head-start key below, so a job whose P(small) crosses the threshold moves by a few hours of
+    head start instead of jumping from one queue to the other; the class still decides which jobs
+    are killed at the divider).
 
     ``head_start`` (seconds, with ``by_probability``): instead of P(small) alone, the classes it
     orders go by ``submission time - head_start x P(small)``, as if a job had been submitted
@@ -52,7 +55,7 @@ class SmallFirst(Policy):
     lose is bounded without a starvation threshold, and the key stays static (no re-sort).
     """
 
-    BY_PROBABILITY = ("none", "small", "both")
+    BY_PROBABILITY = ("none", "small", "both", "one-queue")
 
     def __init__(self, base: Policy, starvation_threshold: float | None = None, by_probability: str = "none",
                  head_start: float | None = None):
@@ -64,6 +67,9 @@ class SmallFirst(Policy):
         if head_start is not None and by_probability == "none":
             raise ValueError("probability_head_start needs order_by_probability=small or both (it sets how the "
                              "classes are ordered by P(small))")
+        if by_probability == "one-queue" and head_start is None:
+            raise ValueError("order_by_probability=one-queue needs probability_head_start (without it, one queue "
+                             "by P(small) is the order of 'both')")
         self.base = base
         self.starvation_threshold = starvation_threshold
         self.by_probability = by_probability
@@ -80,9 +86,9 @@ class SmallFirst(Policy):
                    options.get("probability_head_start"))
 
     def key(self, job, now):
-        large = 0 if job.info.get("small") else 1
+        large = 0 if job.info.get("small") or self.by_probability == "one-queue" else 1
         inner = self.base.key(job, now)
-        if self.by_probability == "both" or (large == 0 and self.by_probability == "small"):
+        if self.by_probability in ("both", "one-queue") or (large == 0 and self.by_probability == "small"):
             p = job.info.get("p_small", 0.0)
             inner = (-p if self.head_start is None else job.submission_time - self.head_start * p, inner)
         threshold = self.starvation_threshold
