@@ -66,6 +66,21 @@ def test_campaign_files_give_the_configurations_of_their_explicit_versions(name,
     assert [vars(p) for p in campaign.paper] == expected["paper"]
 
 
+def test_zrigui2022_seeds_runs_the_configs_of_zrigui2022():
+    """``zrigui2022-seeds.toml`` copies the adopted config, its fixed-offset twin, the baseline and the
+    traces from ``zrigui2022.toml`` (a file ``extends`` would bring every other config along): the
+    copies must stay the same runs, so the two campaigns share seeds 0-4 through the cache."""
+    seeds = load_campaign(EXPERIMENTS / "zrigui2022-seeds.toml")
+    paper = load_campaign(EXPERIMENTS / "zrigui2022.toml")
+    shared = [name for name in seeds.configs if name in paper.configs]
+    assert shared == ["base-fcfs", "ci-fcfs-head-start-speculative-leaf50",
+                      "ci-fcfs-head-start-speculative-leaf50-fixed-offset"]
+    for name in shared:
+        assert seeds.configs[name].config.to_dict() == paper.configs[name].config.to_dict(), name
+        assert set(paper.seeds_of(name)) <= set(seeds.seeds_of(name)), name
+    assert {n: t.source for n, t in seeds.traces.items()} == {n: t.source for n, t in paper.traces.items()}
+
+
 def test_carastan2017_lays_out_table_4():
     campaign = load_campaign(EXPERIMENTS / "carastan2017.toml")
     assert campaign.tables == [TableSpec("avebsld10", "median", "setting", "policy",
