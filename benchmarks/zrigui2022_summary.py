@@ -4,8 +4,8 @@ Per trace, for each learned config: the reduction of the cumulative bsld (tau = 
 baseline run by run (seed), its mean with a bootstrap 95% interval and its spread (max - min);
 the calendar check (CI-FCFS at the header's fixed offset minus CI-FCFS in the named zone,
 seed by seed); precision and recall of the classifier (Zrigui et al., Table 5); and the cost
-of the classification per 1,000 jobs (training + classification seconds of the scheduler's
-report, and the run's wall time minus the baseline's).
+of the classification per 1,000 jobs (training + classification CPU seconds of the scheduler's
+report, wall seconds for runs recorded before it had them; and the run's wall time minus the baseline's).
 
     python benchmarks/zrigui2022_summary.py RESULTS_DIR [--baseline base-fcfs] [--csv OUT.csv]
 """
@@ -68,6 +68,14 @@ def classification(results_dir: Path, row) -> dict | None:
     return report.get("classification")
 
 
+def learning_seconds(info: dict) -> float:
+    """Training and classification CPU seconds; runs recorded before the CPU times were (wall
+    times only) give their wall seconds, which grow with the machine's load."""
+    if "training_cpu_time" in info:
+        return info["training_cpu_time"] + info["classification_cpu_time"]
+    return info["training_time"] + info["classification_time"]
+
+
 def summary(results_dir: Path, baseline: str):
     by = load(results_dir)
     traces = list(dict.fromkeys(t for t, _ in by))
@@ -98,7 +106,7 @@ def summary(results_dir: Path, baseline: str):
                 jobs = int(base_row["jobs"])
                 prec = mean_interval([i["overall"]["precision"] * 100 for i in infos.values()])
                 rec = mean_interval([i["overall"]["recall"] * 100 for i in infos.values()])
-                learn = [(i["training_time"] + i["classification_time"]) * 1000 / jobs for i in infos.values()]
+                learn = [learning_seconds(i) * 1000 / jobs for i in infos.values()]
                 extra = [(float(runs[s]["wall_s"]) - float(base_row["wall_s"])) * 1000 / jobs for s in infos]
                 row.update({"precision": fmt(prec), "recall": fmt(rec),
                             "table5_precision_recall": "/".join(map(str, TABLE5.get(trace, ("", "")))),

@@ -487,6 +487,8 @@ def test_random_forest_idempotent_deterministic(tmp_path):
     assert outs[0] == outs[1]
     assert rep["kills"] > 0 and rep["retrainings"] > 3
     assert rep["overall"]["precision"] > 0.6
+    # the learning's cost in CPU seconds beside its wall seconds (which grow with the machine's load)
+    assert rep["training_cpu_time"] > 0 and rep["classification_cpu_time"] > 0
     states = assert_nothing_lost(wl, result.jobs_csv)
     assert sum(1 for i in states if "#" in i) == rep["kills"]
 

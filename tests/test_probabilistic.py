@@ -686,6 +686,8 @@ def test_forest_distribution_trains_weekly():
         d.partial_fit(job, runtime, job.subtime + 1.0)
     assert d.trainings_ >= 1
     assert probas[-1].sum() == pytest.approx(1.0)
+    report = d.report()
+    assert report["trainings"] == d.trainings_ and report["training_cpu_time"] > 0
 
 
 def _release_dp_check():

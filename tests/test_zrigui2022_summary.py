@@ -2,6 +2,7 @@
 and the calendar check of every ``X`` / ``X-fixed-offset`` pair."""
 
 import csv
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,27 @@ def test_spread_sets_and_calendar_pairs(tmp_path):
     calendar = [line for line in out.stdout.splitlines() if line.startswith("  T ")]
     assert len(calendar) == 1  # "other" has no fixed-offset twin
     assert calendar[0].startswith("  T cfg: s0 +1.0 / s1 -1.0 / s2 +0.0 / s3 +0.0 / s4 +0.0 / s5 +0.0; mean 0.0 [")
+
+
+def test_learning_cost_is_cpu_seconds_where_recorded(tmp_path):
+    # seed 0 has CPU and (load-inflated) wall times, seed 1 predates the CPU times: wall only
+    reports = [{"training_time": 9.0, "classification_time": 1.0,
+                "training_cpu_time": 0.5, "classification_cpu_time": 0.1},
+               {"training_time": 0.8, "classification_time": 0.2}]
+    write_results(tmp_path, {"learned": [600, 600]})
+    rows = list(csv.DictReader(open(tmp_path / "results.csv")))
+    for seed, report in enumerate(reports):
+        name = f"learned.s{seed}.json"
+        (tmp_path / name).write_text(json.dumps({"classification": {
+            **report, "overall": {"precision": 0.9, "recall": 0.8}}}))
+        next(r for r in rows if r["config"] == "learned" and r["seed"] == str(seed))["report"] = name
+    with open(tmp_path / "results.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    out = subprocess.run([sys.executable, str(SCRIPT), tmp_path, "--csv", tmp_path / "s.csv"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    row = next(r for r in csv.DictReader(open(tmp_path / "s.csv")) if r["config"] == "learned")
+    # 100 jobs: seed 0 costs 0.6 CPU s -> 6 s per 1,000 jobs, seed 1 1.0 wall s -> 10
+    assert float(row["learning_s_per_1000_jobs"]) == 8.0

@@ -119,8 +119,10 @@ class OnlineClassification:
         self.clock = None
         self.table = None
         self.divider = None
-        self.training_time = 0.0
-        self.classify_time = 0.0
+        # wall and CPU seconds: the wall time depends on what else the machine runs, the CPU time
+        # (of this process: a forest with n_jobs > 1 fits in other threads) is the learning's cost
+        self.training_time = self.training_cpu_time = 0.0
+        self.classify_time = self.classify_cpu_time = 0.0
         self._week_index = 0
         self._weeks: list[_Week] = [_Week(0, 0.0)]
         # training data: one row per completed logical job
@@ -172,7 +174,7 @@ class OnlineClassification:
         info.divider = self.divider
         if self.divider is None or not self.classifier.needs_training:
             return
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         # Rows in submission order, not completion order: jobs ending at the same instant reach
         # Batsim's scheduler in an order set by SimGrid's float rounding, and a seeded forest
         # still depends on the order of its rows.
@@ -189,6 +191,7 @@ class OnlineClassification:
         self.classifier.fit(X, y)
         info.train_time = time.perf_counter() - t0
         self.training_time += info.train_time
+        self.training_cpu_time += time.process_time() - c0
         info.train_size = len(y)
         info.train_small = int(y.sum())
         imp = getattr(self.classifier, "feature_importances_", None)
@@ -198,7 +201,7 @@ class OnlineClassification:
     # ------------------------------------------------------------ per job
     def classify(self, job) -> bool:
         """Class of a first submission (True = small); large while there is no divider."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         x, keys = self.table.features(job, self.divider)
         small = False
         if self.divider is not None:
@@ -212,6 +215,7 @@ class OnlineClassification:
                 if self.probability_on_jobs:
                     job.info["p_small"] = p
         self.classify_time += time.perf_counter() - t0
+        self.classify_cpu_time += time.process_time() - c0
         week = self._weeks[-1]
         positions = self.table.positions(keys) if self.feature_divider == "current" else None
         self._records[job.id] = [x, keys, small, self.divider, week, positions]
@@ -236,11 +240,12 @@ class OnlineClassification:
         record = self._records.get(job.id)
         if record is None or self.divider is None:
             return bool(job.info.get("small")), job.info.get("p_small")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         x, _ = self.table.features(job, self.divider)
         small, p = self.classifier.classify_with_probability(job, x, self.divider)
         small = bool(small)
         self.classify_time += time.perf_counter() - t0
+        self.classify_cpu_time += time.process_time() - c0
         self.reclassified += 1
         if small != self._latest.get(job.id, record[2]):
             self.reclass_changes += 1
@@ -311,6 +316,8 @@ class OnlineClassification:
             "retrainings": sum(1 for w in self._weeks if w.train_size),
             "training_time": self.training_time,
             "classification_time": self.classify_time,
+            "training_cpu_time": self.training_cpu_time,
+            "classification_cpu_time": self.classify_cpu_time,
             "feature_divider": self.feature_divider,
             "label_divider": self.label_divider,
             "runtime_features": self.runtime_features,
