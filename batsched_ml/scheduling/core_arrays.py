@@ -25,7 +25,11 @@ from .core_profile import CoreProfile
 
 def _kernels():
     """``core_kernels``, imported on first use: numba's import and cache loading (about a
-    second) are paid only by runs that switch to this profile."""
+    second) are paid only by runs that switch to this profile; numba loads without its BLAS
+    probe (``numba_loading``), as before any first compiled call."""
+    from .numba_loading import load_numba_without_blas
+
+    load_numba_without_blas()
     from . import core_kernels
 
     return core_kernels
