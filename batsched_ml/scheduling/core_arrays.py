@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core_profile import CoreProfile
+from .profile import INF, Placement
 
 
 def _kernels():
@@ -45,7 +46,7 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
     return out
 
 
-_ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
+_ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_nspare", "_scratch", "_owned", "_owned_spare",
            "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
            "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
@@ -78,7 +79,9 @@ class ArrayCoreProfile(CoreProfile):
         for k, mask in enumerate(profile.free):
             copy.pool[k] = copy._words(mask)
         copy.rows = np.arange(length, dtype=np.int64)
-        copy._spare = list(range(len(copy.pool) - 1, length - 1, -1))
+        copy._spare = np.empty(len(copy.pool), dtype=np.int64)  # free rows of ``pool``, a stack
+        copy._nspare = len(copy.pool) - length
+        copy._spare[:copy._nspare] = np.arange(len(copy.pool) - 1, length - 1, -1)
         nchunks = -(-nwords // copy._k.CHUNK)
         copy.cpool = np.zeros((len(copy.pool), nchunks), dtype=np.int32)
         copy._k.recount(copy.pool, copy.cpool, copy.rows)
@@ -199,6 +202,26 @@ class ArrayCoreProfile(CoreProfile):
         if row is not None:
             self._owned_spare.append(row)
 
+    def move(self, job, start: float, end: float, used):
+        """``remove(job)`` then ``place(job, start, end, used)`` for a reservation that the pass
+        re-places (``scan`` found it a better window), in one compiled call: the same slices,
+        rows, log and placement, without a numpy call per split, merge and log entry."""
+        placed, row = self.placed[job], self._owned_rows.get(job)
+        if row is None or placed.end <= self.times[0] or placed.end == INF or end == INF:
+            return super().move(job, start, end, used)
+        if self._log_count - self._log_base == FREED_LOG:
+            self._log_base = self._log_count  # as ``_log_freed``
+        self._spare_rows(4)  # the splits' rows
+        self.times, self.counts, self.rows, self._nspare, i = self._k.move(
+            self.times, self.counts, self.rows, self.pool, self.cpool, self._spare, self._nspare, self.origin, row,
+            placed.start, placed.end, start, end, self._words(used), self._owned, self._owned_cc, self._checked,
+            self._nsteps, self._log_a, self._log_b, self._log_n, self._log_pre, self._log_ext,
+            self._log_count - self._log_base, self._nofit, self._kept)
+        self._log_count += 1
+        del self.placed[job]  # re-registered below, as by ``remove`` and ``place``
+        self._owned_rows[job] = self._owned_rows.pop(job)
+        return super()._register(job, Placement(float(self.times[i]), end, used, i == 0))
+
     def candidates(self, jobs: list, spans: list) -> tuple:
         """The arrays ``scan`` reads for these jobs: cores, spans, reservations (NaN: none)
         and rows of ``_owned``."""
@@ -238,12 +261,21 @@ class ArrayCoreProfile(CoreProfile):
 
     # -- slices
     def _new_row(self) -> int:
-        if not self._spare:
-            size = len(self.pool)
-            self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
-            self.cpool = np.concatenate([self.cpool, np.zeros_like(self.cpool)])
-            self._spare = list(range(2 * size - 1, size - 1, -1))
-        return self._spare.pop()
+        self._spare_rows(1)
+        self._nspare -= 1
+        return int(self._spare[self._nspare])
+
+    def _spare_rows(self, needed: int) -> None:
+        """At least ``needed`` free rows in ``pool`` (it doubles when there are fewer)."""
+        if self._nspare >= needed:
+            return
+        size = len(self.pool)
+        self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
+        self.cpool = np.concatenate([self.cpool, np.zeros_like(self.cpool)])
+        spare = np.empty(2 * size, dtype=np.int64)
+        spare[:size] = np.arange(2 * size - 1, size - 1, -1)  # the new rows, below the free ones kept
+        spare[size:size + self._nspare] = self._spare[:self._nspare]
+        self._spare, self._nspare = spare, size + self._nspare
 
     def _split(self, t: float) -> int:
         times = self.times
@@ -259,7 +291,9 @@ class ArrayCoreProfile(CoreProfile):
         return i + 1
 
     def _drop_slices(self, which) -> None:
-        self._spare.extend(self.rows[which].tolist())
+        dropped = self.rows[which]
+        self._spare[self._nspare:self._nspare + len(dropped)] = dropped
+        self._nspare += len(dropped)
         kept = np.ones(len(self.times), dtype=bool)
         kept[which] = False
         self.times, self.counts, self.rows = self.times[kept], self.counts[kept], self.rows[kept]
