@@ -48,12 +48,12 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_nspare", "_scratch", "_owned", "_owned_spare",
            "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
-           "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+           "_log_count", "_nofit", "_kept", "_res_starts", "_res_ends")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 RECENT_MASKS = 8  # masks whose words ``_words`` remembers
 # the arrays with a row per placement (``_owned_rows``), with what a new row holds until it is set
 OWNED_ROWS = (("_owned", 0), ("_owned_cc", 0), ("_checked", -1), ("_bound", 0), ("_steps_t", 0),
-              ("_steps_m", 0), ("_nsteps", 0))
+              ("_steps_m", 0), ("_nsteps", 0), ("_res_starts", np.nan), ("_res_ends", np.nan))
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
 NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
@@ -103,6 +103,7 @@ class ArrayCoreProfile(CoreProfile):
         copy._steps_t = np.empty((len(copy._owned), copy._k.STEPS))
         copy._steps_m = np.empty((len(copy._owned), copy._k.STEPS), dtype=np.int64)
         copy._nsteps = np.zeros(len(copy._owned), dtype=np.int64)
+        copy._res_starts, copy._res_ends = np.full(len(copy._owned), np.nan), np.full(len(copy._owned), np.nan)
         copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
         copy._owned_rows = {}
         for job, placement in copy.placed.items():
@@ -191,6 +192,8 @@ class ArrayCoreProfile(CoreProfile):
 
     def _register(self, job, p):
         self._keep_owned(job, p.used)
+        row = self._owned_rows[job]
+        self._res_starts[row], self._res_ends[row] = p.start, p.end  # for ``candidates``
         return super()._register(job, p)
 
     def remove(self, job) -> None:
@@ -220,26 +223,21 @@ class ArrayCoreProfile(CoreProfile):
         self._log_count += 1
         del self.placed[job]  # re-registered below, as by ``remove`` and ``place``
         self._owned_rows[job] = self._owned_rows.pop(job)
-        return super()._register(job, Placement(float(self.times[i]), end, used, i == 0))
+        placement = Placement(float(self.times[i]), end, used, i == 0)
+        self._res_starts[row], self._res_ends[row] = placement.start, end
+        return super()._register(job, placement)
 
     def candidates(self, jobs: list, spans: list) -> tuple:
         """The arrays ``scan`` reads for these jobs: cores, spans, reservations (NaN: none)
         and rows of ``_owned``."""
-        placed, owned = self.placed, self._owned_rows
-        starts, ends, rows = [], [], []
-        nan = float("nan")
-        for job in jobs:
-            p = placed.get(job)
-            if p is None:
-                starts.append(nan)
-                ends.append(nan)
-                rows.append(0)
-            else:
-                starts.append(p.start)
-                ends.append(p.end)
-                rows.append(owned[job])
+        owned = self._owned_rows  # a job has a row exactly while it is placed
+        rows = np.array([owned.get(job, -1) for job in jobs], dtype=np.int64)
+        none = rows < 0
+        rows[none] = 0
+        starts, ends = self._res_starts[rows], self._res_ends[rows]  # copies
+        starts[none] = ends[none] = np.nan
         return (np.array([job.res for job in jobs], dtype=np.int64), np.array(spans, dtype=np.float64),
-                np.array(starts, dtype=np.float64), np.array(ends, dtype=np.float64), np.array(rows, dtype=np.int64))
+                starts, ends, rows)
 
     def scan(self, q: int, now: float, arrays: tuple) -> tuple:
         """``core_kernels.scan`` from candidate ``q`` on: ``(q, code, moved, most, earliest)``, ``moved``
