@@ -129,6 +129,22 @@ def _scanned_pass(fast: ArrayCoreProfile, plain: CoreProfile, jobs: dict) -> Non
         q = stop + 1
 
 
+def _time_passes(rng, now: float, jobs: dict, first, second) -> float:
+    """The present moves on in both profiles: jobs that ended leave (``jobs``: seq -> (job of
+    ``first``, job of ``second``, duration)). Returns the new present."""
+    now += rng.choice([0.5, 1.0, 2.5, 7.0])
+    for seq in sorted(jobs):
+        a, b, _ = jobs[seq]
+        if first.placed[a].end <= now:
+            del jobs[seq]
+            first.remove(a)
+            second.remove(b)
+    for profile in (first, second):
+        assert not profile.overdue(now)
+        profile.update_first_slice(now)
+    return now
+
+
 def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile, scanned: bool = False) -> None:
     """Random first fits, placements now, removals, moves of reservations (as the conservative
     pass makes them) and advances of the present, applied to both profiles. ``scanned``: the
@@ -180,17 +196,8 @@ def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile, scanned: 
                     start, used = moved
                     for profile, job in ((fast, a), (plain, b)):
                         profile.move(job, start, start + duration, used)
-        else:  # time passes: jobs that ended leave
-            now += rng.choice([0.5, 1.0, 2.5, 7.0])
-            for seq in sorted(jobs):
-                a, b, _ = jobs[seq]
-                if fast.placed[a].end <= now:
-                    del jobs[seq]
-                    fast.remove(a)
-                    plain.remove(b)
-            for profile in (fast, plain):
-                assert not profile.overdue(now)
-                profile.update_first_slice(now)
+        else:
+            now = _time_passes(rng, now, jobs, fast, plain)
         _same_state(fast, plain)
 
 
@@ -318,15 +325,7 @@ def test_compiled_move_is_remove_then_place(seed):
                 twin.confirm(b, most)
                 q += 1
         else:
-            now += rng.choice([0.5, 1.0, 2.5, 7.0])
-            for seq in sorted(jobs):
-                a, b, _ = jobs[seq]
-                if fast.placed[a].end <= now:
-                    del jobs[seq]
-                    fast.remove(a)
-                    twin.remove(b)
-            fast.update_first_slice(now)
-            twin.update_first_slice(now)
+            now = _time_passes(rng, now, jobs, fast, twin)
         assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
         assert fast.counts.tolist() == twin.counts.tolist()
         assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
