@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import filecmp
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,3 +199,31 @@ def test_a_changed_kernel_source_drops_every_cached_kernel(tmp_path, monkeypatch
     check()
     assert not any(p.exists() for p in kernels) and unrelated.exists()
     assert [p.name for p in cache.glob("kernels-*.sources")] == [marker.name]
+
+
+@pytest.mark.parametrize("reservations", ["count", "cores"])
+def test_compiled_passes_load_numba_without_scipy_linalg(reservations):
+    """The compiled conservative passes (``compression.compress``, ``ArrayCoreProfile``) load
+    numba as ``release_kernel`` does, without its BLAS probe (``scipy.linalg``, 0.3 CPU s of a
+    fresh process); the schedule is the Python pass's and scipy.linalg still imports."""
+    import subprocess
+    import sys
+
+    script = f"""
+import random, sys
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from delay_workloads import random_delay_workload
+from batsched_ml.runner import build_scheduler, simulate
+workload = random_delay_workload(random.Random(3), 64, 120, True)
+def schedule(compiled):
+    sched = build_scheduler("conservative", compiled=compiled, reservations={reservations!r})
+    _, core = simulate(64, workload, sched)
+    return sorted((j.name, j.start_time, str(j.alloc)) for j in core.jobs.values())
+assert "numba" not in sys.modules
+same = schedule(True) == schedule(False)
+print("numba" in sys.modules, "scipy.linalg" in sys.modules, same)
+import scipy.linalg.cython_blas
+print(scipy.linalg.cython_blas.__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "True", "scipy.linalg.cython_blas"]

@@ -124,10 +124,25 @@ def _scanned_pass(fast: ArrayCoreProfile, plain: CoreProfile, jobs: dict) -> Non
         assert moved == plain.reinsertion(b, duration)
         start, used = moved
         for profile, job in ((fast, a), (plain, b)):
-            profile.remove(job)
-            profile.place(job, start, start + duration, used)
+            profile.move(job, start, start + duration, used)  # compiled in ``ArrayCoreProfile``
         fast.confirm(a, most)
         q = stop + 1
+
+
+def _time_passes(rng, now: float, jobs: dict, first, second) -> float:
+    """The present moves on in both profiles: jobs that ended leave (``jobs``: seq -> (job of
+    ``first``, job of ``second``, duration)). Returns the new present."""
+    now += rng.choice([0.5, 1.0, 2.5, 7.0])
+    for seq in sorted(jobs):
+        a, b, _ = jobs[seq]
+        if first.placed[a].end <= now:
+            del jobs[seq]
+            first.remove(a)
+            second.remove(b)
+    for profile in (first, second):
+        assert not profile.overdue(now)
+        profile.update_first_slice(now)
+    return now
 
 
 def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile, scanned: bool = False) -> None:
@@ -180,19 +195,9 @@ def _random_run(seed: int, steps: int = 200, fast_profile=CoreProfile, scanned: 
                 if moved is not None:
                     start, used = moved
                     for profile, job in ((fast, a), (plain, b)):
-                        profile.remove(job)
-                        profile.place(job, start, start + duration, used)
-        else:  # time passes: jobs that ended leave
-            now += rng.choice([0.5, 1.0, 2.5, 7.0])
-            for seq in sorted(jobs):
-                a, b, _ = jobs[seq]
-                if fast.placed[a].end <= now:
-                    del jobs[seq]
-                    fast.remove(a)
-                    plain.remove(b)
-            for profile in (fast, plain):
-                assert not profile.overdue(now)
-                profile.update_first_slice(now)
+                        profile.move(job, start, start + duration, used)
+        else:
+            now = _time_passes(rng, now, jobs, fast, plain)
         _same_state(fast, plain)
 
 
@@ -271,3 +276,59 @@ def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
                 expected_pre = times[k + 1]
                 break
         assert (pre, ext) == (expected_pre, expected_ext)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_compiled_move_is_remove_then_place(seed):
+    """``ArrayCoreProfile.move`` (one compiled call) against ``remove`` then ``place`` on a twin
+    profile: after every move the same slices, counts, placements, and the same answers of every
+    later ``scan`` (which read the log of freed intervals and the reservations' words that the
+    move writes)."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 300, 3000])
+    now = 0.0
+    fast, twin = ArrayCoreProfile(cores, now), ArrayCoreProfile(cores, now)
+    jobs: dict = {}  # seq -> (fast job, twin job, duration)
+    moves = 0
+    for step in range(300):
+        action = rng.random()
+        if action < 0.45 or not jobs:
+            res = max(1, min(cores, int(cores ** rng.random())))
+            duration = rng.choice([1.0, 2.5, 5.0, 0.5 * rng.randint(1, 80)])
+            a, b = _Job(step, res), _Job(step, res)
+            got, expected = fast.add_first_fit(a, duration), twin.add_first_fit(b, duration)
+            if got is not None:
+                jobs[step] = (a, b, duration)
+                fast.confirm(a)
+                twin.confirm(b)
+        elif action < 0.55:
+            a, b, _ = jobs.pop(rng.choice(sorted(jobs)))
+            fast.remove(a)
+            twin.remove(b)
+        elif action < 0.9:  # a pass: every reservation ``scan`` stops at moves, by ``move`` or by remove + place
+            pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
+            spans = [jobs[seq][2] for seq in pending]
+            arrays = [p.candidates([jobs[seq][i] for seq in pending], spans) for i, p in ((0, fast), (1, twin))]
+            q = 0
+            while q < len(pending):
+                found = fast.scan(q, fast.origin, arrays[0])
+                assert found == twin.scan(q, twin.origin, arrays[1])
+                q, code, moved, most, _ = found
+                if q == len(pending):
+                    break
+                a, b, duration = jobs[pending[q]]
+                start, used = moved
+                fast.move(a, start, start + duration, used)
+                CoreProfile.move(twin, b, start, start + duration, used)
+                moves += 1
+                fast.confirm(a, most)
+                twin.confirm(b, most)
+                q += 1
+        else:
+            now = _time_passes(rng, now, jobs, fast, twin)
+        assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
+        assert fast.counts.tolist() == twin.counts.tolist()
+        assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
+            [(p.start, p.end, p.used, p.started_now) for p in twin.placed.values()]
+        assert all(type(p.start) is float for p in fast.placed.values())
+    assert moves > 0

@@ -211,8 +211,7 @@ class ConservativeBackfilling(ProfileScheduler):
             reserved = profile.placed.get(job)
             if moved is not None:
                 start, used = moved
-                profile.remove(job)
-                placement = profile.place(job, start, start + span, used)
+                placement = profile.move(job, start, start + span, used)
             else:
                 profile.remove_if_present(job)
                 placement = profile.add_first_fit(job, span)

@@ -21,11 +21,16 @@ from __future__ import annotations
 import numpy as np
 
 from .core_profile import CoreProfile
+from .profile import INF, Placement
 
 
 def _kernels():
     """``core_kernels``, imported on first use: numba's import and cache loading (about a
-    second) are paid only by runs that switch to this profile."""
+    second) are paid only by runs that switch to this profile; numba loads without its BLAS
+    probe (``numba_loading``), as before any first compiled call."""
+    from .numba_loading import load_numba_without_blas
+
+    load_numba_without_blas()
     from . import core_kernels
 
     return core_kernels
@@ -41,14 +46,14 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
     return out
 
 
-_ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_scratch", "_owned", "_owned_spare",
+_ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_nspare", "_scratch", "_owned", "_owned_spare",
            "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
-           "_log_count", "_nofit", "_kept")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+           "_log_count", "_nofit", "_kept", "_res_starts", "_res_ends")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 RECENT_MASKS = 8  # masks whose words ``_words`` remembers
 # the arrays with a row per placement (``_owned_rows``), with what a new row holds until it is set
 OWNED_ROWS = (("_owned", 0), ("_owned_cc", 0), ("_checked", -1), ("_bound", 0), ("_steps_t", 0),
-              ("_steps_m", 0), ("_nsteps", 0))
+              ("_steps_m", 0), ("_nsteps", 0), ("_res_starts", np.nan), ("_res_ends", np.nan))
 FREED_LOG = 1024  # freed intervals kept; when full the log starts again (every reservation is then searched once)
 NO_FIT_KEPT = 16  # the latest "no fit before" bounds kept for ``scan``
 
@@ -74,7 +79,9 @@ class ArrayCoreProfile(CoreProfile):
         for k, mask in enumerate(profile.free):
             copy.pool[k] = copy._words(mask)
         copy.rows = np.arange(length, dtype=np.int64)
-        copy._spare = list(range(len(copy.pool) - 1, length - 1, -1))
+        copy._spare = np.empty(len(copy.pool), dtype=np.int64)  # free rows of ``pool``, a stack
+        copy._nspare = len(copy.pool) - length
+        copy._spare[:copy._nspare] = np.arange(len(copy.pool) - 1, length - 1, -1)
         nchunks = -(-nwords // copy._k.CHUNK)
         copy.cpool = np.zeros((len(copy.pool), nchunks), dtype=np.int32)
         copy._k.recount(copy.pool, copy.cpool, copy.rows)
@@ -96,6 +103,7 @@ class ArrayCoreProfile(CoreProfile):
         copy._steps_t = np.empty((len(copy._owned), copy._k.STEPS))
         copy._steps_m = np.empty((len(copy._owned), copy._k.STEPS), dtype=np.int64)
         copy._nsteps = np.zeros(len(copy._owned), dtype=np.int64)
+        copy._res_starts, copy._res_ends = np.full(len(copy._owned), np.nan), np.full(len(copy._owned), np.nan)
         copy._owned_spare = list(range(len(copy._owned) - 1, -1, -1))
         copy._owned_rows = {}
         for job, placement in copy.placed.items():
@@ -184,6 +192,8 @@ class ArrayCoreProfile(CoreProfile):
 
     def _register(self, job, p):
         self._keep_owned(job, p.used)
+        row = self._owned_rows[job]
+        self._res_starts[row], self._res_ends[row] = p.start, p.end  # for ``candidates``
         return super()._register(job, p)
 
     def remove(self, job) -> None:
@@ -195,24 +205,39 @@ class ArrayCoreProfile(CoreProfile):
         if row is not None:
             self._owned_spare.append(row)
 
+    def move(self, job, start: float, end: float, used):
+        """``remove(job)`` then ``place(job, start, end, used)`` for a reservation that the pass
+        re-places (``scan`` found it a better window), in one compiled call: the same slices,
+        rows, log and placement, without a numpy call per split, merge and log entry."""
+        placed, row = self.placed[job], self._owned_rows.get(job)
+        if row is None or placed.end <= self.times[0] or placed.end == INF or end == INF:
+            return super().move(job, start, end, used)
+        if self._log_count - self._log_base == FREED_LOG:
+            self._log_base = self._log_count  # as ``_log_freed``
+        self._spare_rows(4)  # the splits' rows
+        self.times, self.counts, self.rows, self._nspare, i = self._k.move(
+            self.times, self.counts, self.rows, self.pool, self.cpool, self._spare, self._nspare, self.origin, row,
+            placed.start, placed.end, start, end, self._words(used), self._owned, self._owned_cc, self._checked,
+            self._nsteps, self._log_a, self._log_b, self._log_n, self._log_pre, self._log_ext,
+            self._log_count - self._log_base, self._nofit, self._kept)
+        self._log_count += 1
+        del self.placed[job]  # re-registered below, as by ``remove`` and ``place``
+        self._owned_rows[job] = self._owned_rows.pop(job)
+        placement = Placement(float(self.times[i]), end, used, i == 0)
+        self._res_starts[row], self._res_ends[row] = placement.start, end
+        return super()._register(job, placement)
+
     def candidates(self, jobs: list, spans: list) -> tuple:
         """The arrays ``scan`` reads for these jobs: cores, spans, reservations (NaN: none)
         and rows of ``_owned``."""
-        placed, owned = self.placed, self._owned_rows
-        starts, ends, rows = [], [], []
-        nan = float("nan")
-        for job in jobs:
-            p = placed.get(job)
-            if p is None:
-                starts.append(nan)
-                ends.append(nan)
-                rows.append(0)
-            else:
-                starts.append(p.start)
-                ends.append(p.end)
-                rows.append(owned[job])
+        owned = self._owned_rows  # a job has a row exactly while it is placed
+        rows = np.array([owned.get(job, -1) for job in jobs], dtype=np.int64)
+        none = rows < 0
+        rows[none] = 0
+        starts, ends = self._res_starts[rows], self._res_ends[rows]  # copies
+        starts[none] = ends[none] = np.nan
         return (np.array([job.res for job in jobs], dtype=np.int64), np.array(spans, dtype=np.float64),
-                np.array(starts, dtype=np.float64), np.array(ends, dtype=np.float64), np.array(rows, dtype=np.int64))
+                starts, ends, rows)
 
     def scan(self, q: int, now: float, arrays: tuple) -> tuple:
         """``core_kernels.scan`` from candidate ``q`` on: ``(q, code, moved, most, earliest)``, ``moved``
@@ -234,12 +259,21 @@ class ArrayCoreProfile(CoreProfile):
 
     # -- slices
     def _new_row(self) -> int:
-        if not self._spare:
-            size = len(self.pool)
-            self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
-            self.cpool = np.concatenate([self.cpool, np.zeros_like(self.cpool)])
-            self._spare = list(range(2 * size - 1, size - 1, -1))
-        return self._spare.pop()
+        self._spare_rows(1)
+        self._nspare -= 1
+        return int(self._spare[self._nspare])
+
+    def _spare_rows(self, needed: int) -> None:
+        """At least ``needed`` free rows in ``pool`` (it doubles when there are fewer)."""
+        if self._nspare >= needed:
+            return
+        size = len(self.pool)
+        self.pool = np.concatenate([self.pool, np.zeros_like(self.pool)])
+        self.cpool = np.concatenate([self.cpool, np.zeros_like(self.cpool)])
+        spare = np.empty(2 * size, dtype=np.int64)
+        spare[:size] = np.arange(2 * size - 1, size - 1, -1)  # the new rows, below the free ones kept
+        spare[size:size + self._nspare] = self._spare[:self._nspare]
+        self._spare, self._nspare = spare, size + self._nspare
 
     def _split(self, t: float) -> int:
         times = self.times
@@ -255,7 +289,9 @@ class ArrayCoreProfile(CoreProfile):
         return i + 1
 
     def _drop_slices(self, which) -> None:
-        self._spare.extend(self.rows[which].tolist())
+        dropped = self.rows[which]
+        self._spare[self._nspare:self._nspare + len(dropped)] = dropped
+        self._nspare += len(dropped)
         kept = np.ones(len(self.times), dtype=bool)
         kept[which] = False
         self.times, self.counts, self.rows = self.times[kept], self.counts[kept], self.rows[kept]

@@ -677,3 +677,68 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
         earliest = min(earliest, start)
         q += 1
     return q, 0, -1, 0, earliest
+
+
+@njit(cache=True, nogil=True)
+def _split_at(times, counts, rows, pool, cpool, spare, nspare, t):
+    """``ArrayCoreProfile._split`` (a slice starts at ``t``; its new row is the last of ``spare``):
+    ``(i, times, counts, rows, nspare)``."""
+    i = np.searchsorted(times, t, side="right") - 1
+    if times[i] == t:
+        return i, times, counts, rows, nspare
+    nspare -= 1
+    row = spare[nspare]
+    pool[row] = pool[rows[i]]
+    cpool[row] = cpool[rows[i]]
+    n = len(times)
+    new_times, new_counts, new_rows = np.empty(n + 1), np.empty(n + 1, dtype=np.int64), np.empty(n + 1, dtype=np.int64)
+    new_times[:i + 1], new_counts[:i + 1], new_rows[:i + 1] = times[:i + 1], counts[:i + 1], rows[:i + 1]
+    new_times[i + 1], new_counts[i + 1], new_rows[i + 1] = t, counts[i], row
+    new_times[i + 2:], new_counts[i + 2:], new_rows[i + 2:] = times[i + 1:], counts[i + 1:], rows[i + 1:]
+    return i + 1, new_times, new_counts, new_rows, nspare
+
+
+@njit(cache=True, nogil=True)
+def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start, old_end, new_start, new_end,
+         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, e, nofit, kept):
+    """A future reservation (cores ``owned[row]`` from ``old_start`` to ``old_end``) moves to
+    ``new_words`` from ``new_start`` (or now) to ``new_end``: ``ArrayCoreProfile.remove`` then
+    ``place``, step for step in one call (slices split, the freed interval logged at entry ``e``,
+    cores given back, equal neighbours merged, slices split, cores taken, the placement's words
+    kept in ``owned[row]``). Returns ``(times, counts, rows, nspare, i)``, ``i`` the slice where
+    it starts; ``spare`` must hold the 4 rows the splits may take."""
+    old_words = owned[row]
+    i = 0
+    if old_start > times[0]:
+        i, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, old_start)
+    j, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, old_end)
+    log_a[e] = times[i]
+    log_b[e] = times[j] if j < len(times) else np.inf
+    freed = 0
+    for w in range(len(old_words)):
+        freed += popcount(old_words[w])
+    log_n[e] = freed
+    log_pre[e], log_ext[e] = free_around(times, pool, rows, i, j, old_words)
+    if kept[0]:
+        retreat_no_fit(nofit, kept[0], log_a[e])
+    give_back(pool, cpool, rows, counts, i, j, old_words)
+    lo, hi = max(i, 1), min(j + 1, len(times) - 1)
+    if lo <= hi:
+        equal = same_as_previous(pool, rows, counts, lo, hi)
+        if len(equal):
+            keep = np.ones(len(times), dtype=np.bool_)
+            for k in equal:
+                spare[nspare] = rows[k]
+                nspare += 1
+                keep[k] = False
+            times, counts, rows = times[keep], counts[keep], rows[keep]
+    i = 0
+    if new_start > origin:
+        i, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, new_start)
+    j, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, new_end)
+    take(pool, cpool, rows, counts, i, j, new_words)
+    owned[row] = new_words
+    _recount(owned[row], owned_cc[row])
+    checked[row] = -1
+    nsteps[row] = 0
+    return times, counts, rows, nspare, i

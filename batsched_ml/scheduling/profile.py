@@ -149,6 +149,11 @@ class Profile:
         i = 0 if start <= self.origin else self._split(start)
         return self._place_at(job, i, end, used)
 
+    def move(self, job, start: float, end: float, used) -> Placement:
+        """Re-place ``job``'s reservation: ``remove`` then ``place``."""
+        self.remove(job)
+        return self.place(job, start, end, used)
+
     def add_first_fit(self, job, duration: float) -> Placement | None:
         """Place ``job`` (``job.res`` cores for ``duration``) at the earliest fitting slice."""
         found = self._find(job.res, duration)

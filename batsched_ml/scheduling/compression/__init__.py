@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..numba_loading import load_numba_without_blas
 from .layout import EXACT_LEVELS
 
 __all__ = ["EXACT_LEVELS", "ReservationTable", "compress", "levels"]
@@ -132,6 +133,7 @@ def compress(times: np.ndarray, free: np.ndarray, seqs: np.ndarray, table: Reser
     ``ArrayCountProfile`` keeps them). Returns ``(times, free, started (indices in
     ``seqs``), their planned ends, earliest reservation start, earliest reservation end)``."""
     _drop_stale_kernels()
+    load_numba_without_blas()  # before the first compiled call (a no-op after it)
     from .passes import run_pass
     started = np.empty(len(seqs), dtype=np.int64)
     started_end = np.empty(len(seqs))
