@@ -12,11 +12,11 @@ small when its runtime is below the new divider. During the first week every job
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import numpy as np
 
+from ..stopwatch import Stopwatch
 from .features import FEATURE_NAMES, LAG_SHARE_SLICE, RUNTIME_FEATURE_NAMES, FeatureTable
 
 WEEK = 604800.0
@@ -119,10 +119,9 @@ class OnlineClassification:
         self.clock = None
         self.table = None
         self.divider = None
-        # wall and CPU seconds: the wall time depends on what else the machine runs, the CPU time
-        # (of this process: a forest with n_jobs > 1 fits in other threads) is the learning's cost
-        self.training_time = self.training_cpu_time = 0.0
-        self.classify_time = self.classify_cpu_time = 0.0
+        # the CPU time is this process's: a forest with n_jobs > 1 fits in other threads
+        self.training = Stopwatch()
+        self.classifying = Stopwatch()
         self._week_index = 0
         self._weeks: list[_Week] = [_Week(0, 0.0)]
         # training data: one row per completed logical job
@@ -174,7 +173,15 @@ class OnlineClassification:
         info.divider = self.divider
         if self.divider is None or not self.classifier.needs_training:
             return
-        t0, c0 = time.perf_counter(), time.process_time()
+        with self.training:
+            info.train_size, info.train_small = self._fit()
+        info.train_time = self.training.last_wall
+        imp = getattr(self.classifier, "feature_importances_", None)
+        if imp is not None:
+            info.importances = [round(float(v), 6) for v in imp]
+
+    def _fit(self) -> tuple[int, int]:
+        """Fit the classifier on every completed job; the number of rows and of small ones."""
         # Rows in submission order, not completion order: jobs ending at the same instant reach
         # Batsim's scheduler in an order set by SimGrid's float rounding, and a seeded forest
         # still depends on the order of its rows.
@@ -189,33 +196,24 @@ class OnlineClassification:
             dividers = self._row_dividers.array()[order]
             y = (runtimes < np.where(np.isnan(dividers), self.divider, dividers)).astype(np.int64)
         self.classifier.fit(X, y)
-        info.train_time = time.perf_counter() - t0
-        self.training_time += info.train_time
-        self.training_cpu_time += time.process_time() - c0
-        info.train_size = len(y)
-        info.train_small = int(y.sum())
-        imp = getattr(self.classifier, "feature_importances_", None)
-        if imp is not None:
-            info.importances = [round(float(v), 6) for v in imp]
+        return len(y), int(y.sum())
 
     # ------------------------------------------------------------ per job
     def classify(self, job) -> bool:
         """Class of a first submission (True = small); large while there is no divider."""
-        t0, c0 = time.perf_counter(), time.process_time()
-        x, keys = self.table.features(job, self.divider)
-        small = False
-        if self.divider is not None:
-            if self.probabilities is None and not self.probability_on_jobs:
-                small = bool(self.classifier.classify(job, x, self.divider))
-            else:
-                small, p = self.classifier.classify_with_probability(job, x, self.divider)
-                small = bool(small)
-                if self.probabilities is not None:
-                    self.probabilities[job.id] = p
-                if self.probability_on_jobs:
-                    job.info["p_small"] = p
-        self.classify_time += time.perf_counter() - t0
-        self.classify_cpu_time += time.process_time() - c0
+        with self.classifying:
+            x, keys = self.table.features(job, self.divider)
+            small = False
+            if self.divider is not None:
+                if self.probabilities is None and not self.probability_on_jobs:
+                    small = bool(self.classifier.classify(job, x, self.divider))
+                else:
+                    small, p = self.classifier.classify_with_probability(job, x, self.divider)
+                    small = bool(small)
+                    if self.probabilities is not None:
+                        self.probabilities[job.id] = p
+                    if self.probability_on_jobs:
+                        job.info["p_small"] = p
         week = self._weeks[-1]
         positions = self.table.positions(keys) if self.feature_divider == "current" else None
         self._records[job.id] = [x, keys, small, self.divider, week, positions]
@@ -240,12 +238,10 @@ class OnlineClassification:
         record = self._records.get(job.id)
         if record is None or self.divider is None:
             return bool(job.info.get("small")), job.info.get("p_small")
-        t0, c0 = time.perf_counter(), time.process_time()
-        x, _ = self.table.features(job, self.divider)
-        small, p = self.classifier.classify_with_probability(job, x, self.divider)
+        with self.classifying:
+            x, _ = self.table.features(job, self.divider)
+            small, p = self.classifier.classify_with_probability(job, x, self.divider)
         small = bool(small)
-        self.classify_time += time.perf_counter() - t0
-        self.classify_cpu_time += time.process_time() - c0
         self.reclassified += 1
         if small != self._latest.get(job.id, record[2]):
             self.reclass_changes += 1
@@ -314,10 +310,10 @@ class OnlineClassification:
             "divider": self.divider,
             "overall": scores(total["TS"], total["FS"], total["TL"], total["FL"]),
             "retrainings": sum(1 for w in self._weeks if w.train_size),
-            "training_time": self.training_time,
-            "classification_time": self.classify_time,
-            "training_cpu_time": self.training_cpu_time,
-            "classification_cpu_time": self.classify_cpu_time,
+            "training_time": self.training.wall,
+            "classification_time": self.classifying.wall,
+            "training_cpu_time": self.training.cpu,
+            "classification_cpu_time": self.classifying.cpu,
             "feature_divider": self.feature_divider,
             "label_divider": self.label_divider,
             "runtime_features": self.runtime_features,

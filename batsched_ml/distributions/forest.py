@@ -11,13 +11,12 @@ training a job has no distribution (a point mass at its walltime).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ..classifiers.features import CalendarClock, FeatureTable, parse_zone_option
 from ..classifiers.models import leaf_of, tree_lists
 from ..classifiers.scheduler import WEEK
+from ..stopwatch import Stopwatch
 from ..validation import finite, positive, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
@@ -76,7 +75,7 @@ class ForestDistribution(RuntimeDistribution):
         self.model_ = None
         self.classes_ = None
         self.trainings_ = 0
-        self.training_time_ = self.training_cpu_time_ = 0.0  # wall and CPU (the cost) seconds
+        self.training_ = Stopwatch()
         self._pending = {}  # job id -> (features, category keys, submission rank)
         self._X, self._y, self._order, self._week_runtimes = [], [], [], []
         return self
@@ -99,20 +98,18 @@ class ForestDistribution(RuntimeDistribution):
             return
         from sklearn.ensemble import RandomForestClassifier
 
-        t0, c0 = time.perf_counter(), time.process_time()
-        order = np.argsort(np.asarray(self._order), kind="stable")
-        X = np.asarray(self._X, dtype=np.float64)[order]
-        y = np.asarray(self._y, dtype=np.int64)[order]
-        max_samples = self.max_samples if self.max_samples is not None and self.max_samples < len(y) else None
-        model = RandomForestClassifier(n_estimators=self.n_estimators, max_depth=self.max_depth,
-                                       min_samples_leaf=self.min_samples_leaf, max_samples=max_samples,
-                                       n_jobs=1, random_state=self.random_state)
-        model.fit(X, y)
-        self.model_ = _CompiledForest(model.estimators_, len(model.classes_))
-        self.classes_ = model.classes_.astype(np.int64)
-        self.trainings_ += 1
-        self.training_time_ += time.perf_counter() - t0
-        self.training_cpu_time_ += time.process_time() - c0
+        with self.training_:
+            order = np.argsort(np.asarray(self._order), kind="stable")
+            X = np.asarray(self._X, dtype=np.float64)[order]
+            y = np.asarray(self._y, dtype=np.int64)[order]
+            max_samples = self.max_samples if self.max_samples is not None and self.max_samples < len(y) else None
+            model = RandomForestClassifier(n_estimators=self.n_estimators, max_depth=self.max_depth,
+                                           min_samples_leaf=self.min_samples_leaf, max_samples=max_samples,
+                                           n_jobs=1, random_state=self.random_state)
+            model.fit(X, y)
+            self.model_ = _CompiledForest(model.estimators_, len(model.classes_))
+            self.classes_ = model.classes_.astype(np.int64)
+            self.trainings_ += 1
 
     def predict_proba(self, jobs, now: float = 0.0) -> np.ndarray:
         self._tick(now)
@@ -139,5 +136,5 @@ class ForestDistribution(RuntimeDistribution):
         return self
 
     def report(self) -> dict:
-        return {"trainings": self.trainings_, "training_time": self.training_time_,
-                "training_cpu_time": self.training_cpu_time_, "divider": self.divider_}
+        return {"trainings": self.trainings_, "training_time": self.training_.wall,
+                "training_cpu_time": self.training_.cpu, "divider": self.divider_}

@@ -23,13 +23,13 @@ from __future__ import annotations
 import math
 import os
 import pickle
-import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..policies.network import NetworkPolicy, ScoringNetwork
+from ..stopwatch import Stopwatch
 from .episodes import Sequences, TrainingSettings, load_trace
 from .evaluate import sequence_bsld
 
@@ -108,25 +108,26 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
         progress.start()
     try:
         while state.generation < config.generations:
-            wall, cpu = time.perf_counter(), time.process_time()
-            starts = _generation_starts(sequences, config, state.generation)
-            for start in starts:
-                if start not in state.baseline:
-                    state.baseline[start] = sequence_bsld("fcfs", config.backfill, sequences, start, config.tau)
-                    state.simulated_sequences += 1
-                    state.simulated_jobs += sequences.length
-            candidates = state.es.ask()
-            fitness = [_fitness(shape.with_parameters(x), config, sequences, starts, state.baseline)
-                       for x in candidates]
-            state.es.tell(candidates, fitness)
-            state.simulated_sequences += len(candidates) * len(starts)
-            state.simulated_jobs += len(candidates) * len(starts) * sequences.length
-            state.generation += 1
-            state.history.append({"generation": state.generation, "best": float(min(fitness)),
-                                  "mean": float(np.mean(fitness)), "median": float(np.median(fitness))})
-            state.numpy_random = np.random.get_state()
-            state.wall_time += time.perf_counter() - wall
-            state.cpu_time += time.process_time() - cpu
+            watch = Stopwatch()
+            with watch:
+                starts = _generation_starts(sequences, config, state.generation)
+                for start in starts:
+                    if start not in state.baseline:
+                        state.baseline[start] = sequence_bsld("fcfs", config.backfill, sequences, start, config.tau)
+                        state.simulated_sequences += 1
+                        state.simulated_jobs += sequences.length
+                candidates = state.es.ask()
+                fitness = [_fitness(shape.with_parameters(x), config, sequences, starts, state.baseline)
+                           for x in candidates]
+                state.es.tell(candidates, fitness)
+                state.simulated_sequences += len(candidates) * len(starts)
+                state.simulated_jobs += len(candidates) * len(starts) * sequences.length
+                state.generation += 1
+                state.history.append({"generation": state.generation, "best": float(min(fitness)),
+                                      "mean": float(np.mean(fitness)), "median": float(np.median(fitness))})
+                state.numpy_random = np.random.get_state()
+            state.wall_time += watch.wall
+            state.cpu_time += watch.cpu
             network = _network(shape, state, trace)
             network.save(output)
             _save(checkpoint, state)

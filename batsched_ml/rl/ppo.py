@@ -12,13 +12,13 @@ exported network every ``checkpoint_every`` steps; the same command resumes from
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..policies.network import FEATURES, ScoringNetwork
+from ..stopwatch import Stopwatch
 from .episodes import TrainingSettings
 
 __all__ = ["PPOConfig", "train_ppo"]
@@ -146,7 +146,7 @@ def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = Fal
         model = MaskablePPO(policy, venv, n_steps=n_steps, batch_size=min(64, n_steps * config.envs),
                             seed=config.seed, verbose=0, device="cpu",
                             policy_kwargs={"net_arch_hidden": list(config.hidden)})
-    started_wall, started_cpu, already = time.perf_counter(), time.process_time(), model.num_timesteps
+    session, already = Stopwatch().start(), model.num_timesteps
 
     class Checkpoints(BaseCallback):
         def __init__(self):
@@ -177,11 +177,11 @@ def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = Fal
         model.save(model_path)
         network = export(model, config.hidden)
         network.machine_cores = nb_cores
+        wall, cpu = session.elapsed()
         network.metadata = {"algorithm": "maskable-ppo", "trained_on": trace_name,
                             "config": {**asdict(config), "hidden": list(config.hidden)},
                             "timesteps": int(model.num_timesteps),
-                            "wall_time_s": round(time.perf_counter() - started_wall, 1),
-                            "cpu_time_s": round(time.process_time() - started_cpu, 1),
+                            "wall_time_s": round(wall, 1), "cpu_time_s": round(cpu, 1),
                             "note": "wall/cpu time of the last (resumed) session only; timesteps are env decisions"}
         network.save(output)
         return network
