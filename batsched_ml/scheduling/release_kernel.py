@@ -16,7 +16,10 @@ exactly zero. Cost O(events x log(times) x window), and the window is narrow:
 * at a node, counts below ``lo - M`` cannot reach ``lo`` any more, ``M`` being the most units
   the jobs of the node's descendants can still add before a leaf: they are not computed;
 * a node whose upper bound (the mass in ``[lo - M, hi_k]``) cannot raise the running maximum
-  of any size is not descended into (``runmax`` is all that the risks read).
+  of any size is not descended into (``runmax`` is all that the risks read);
+* counts above the most units the factors applied so far can have released are zero and stay
+  zero through a factor's update (both of its terms are zero): they are not updated (a fifth
+  to a third of the counts of the recorded 93,312-core batches).
 
 The tree is walked left to right, as far as the undecided candidates need (``ReleaseWalk``:
 the walk resumes where it stopped); ``decide`` settles each candidate as soon as the times
@@ -195,8 +198,8 @@ def _window_sum(a, c0, c1):
 
 
 @_kernel
-def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added, reach, buf, offset, stack, best,
-          scratch, runmax0):
+def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added, reach, buf, offset, top, stack,
+          best, scratch, runmax0):
     """Depth first, left to right, until the next leaf is ``stop`` or later (``stack[0]``: how
     many nodes wait, and the leaves done, so that the next call resumes there), then
     ``runmax0[g + 1, k]`` = max over leaves h <= g of P(lo <= released <= his[k]) at leaf
@@ -218,6 +221,7 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
         if parent >= 0:
             s = offset[parent]
             offset[b] = s
+            top[b] = top[parent]
             i0 = max(need - s, 0)
             dst = buf[b, i0:width - s]
             src = buf[parent, i0:width - s]
@@ -225,6 +229,7 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
                 dst[k] = src[k]
         s = offset[b]
         a = buf[b]
+        t = top[b]  # a[t:] is zero: nothing released that far yet
         dead = False
         for x in range(start[v], start[v + 1]):
             u = f_units[x]
@@ -234,7 +239,7 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
                     dead = True
                     break
                 q = 1.0 - p
-                kept = a[max(need - s, 0):width - s]
+                kept = a[max(need - s, 0):min(t, width - s)]
                 for k in range(len(kept)):
                     kept[k] *= q
                 continue
@@ -245,8 +250,11 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
                     dead = True
                     break
                 continue
-            _multiply(a, scratch, u, p, max(need - s, 0), width - s)
+            # (above t + u both terms are zero: the counts stay zero, skipped)
+            _multiply(a, scratch, u, p, max(need - s, 0), min(t + u, width - s))
+            t = min(t + u, width)
         offset[b] = s
+        top[b] = t
         if dead:  # every count below ``width`` is passed: P = 0 in the whole subtree
             continue
         if v >= size:
@@ -292,7 +300,8 @@ def _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added
 @_kernel
 def _plan(m, width, n_sizes, units, ev_job, ev_p, ev_rel):
     """The tree of ``_tree`` and the state of a walk that has not begun: a buffer per depth
-    (row 0: nothing released yet), the units surely released per buffer, the stack, the
+    (row 0: nothing released yet), the units surely released per buffer and where its nonzero
+    counts end, the stack, the
     running maximum per size, ``_multiply``'s scratch, and the running maxima per event time
     (after a row of zeros: nothing before the first time)."""
     job, first, last, prob = _intervals(m, np.zeros(len(units)), ev_job, ev_p, ev_rel)
@@ -304,11 +313,12 @@ def _plan(m, width, n_sizes, units, ev_job, ev_p, ev_rel):
     buf[0] = 0.0
     buf[0, 0] = 1.0
     offset = np.zeros(depth, np.int64)
+    top = np.ones(depth, np.int64)  # per buffer: the counts from there up are zero
     stack = np.zeros((2 * depth + 2, 3), np.int64)  # row 0: nodes waiting, leaves done; then (node, buffer, copy from)
     if m > 0:
         stack[0, 0] = 1
         stack[1, 0], stack[1, 1], stack[1, 2] = 1, 0, -1
-    return (size, start, f_units, f_probs, added, reach, buf, offset, stack, np.zeros(n_sizes), np.empty(width),
+    return (size, start, f_units, f_probs, added, reach, buf, offset, top, stack, np.zeros(n_sizes), np.empty(width),
             np.zeros((m + 1, n_sizes)))
 
 
@@ -405,7 +415,7 @@ def settle(q, idx, cols, tau, min_chunk, m, lo, his, width, columns, done, exact
     ``exact[k] = done`` (its running max is right up to there). Returns the new ``done``,
     ``columns`` and ``width``."""
     size, start, f_units, f_probs, added, reach = tree
-    buf, offset, stack, best, scratch = walk
+    buf, offset, top, stack, best, scratch = walk
     is_open = np.ones(len(cols), np.bool_)
     n_open, need, wanted = decide(q, idx, cols, runmax0, done, tau, is_open, out)
     while n_open:
@@ -417,8 +427,8 @@ def settle(q, idx, cols, tau, min_chunk, m, lo, his, width, columns, done, exact
             columns = wanted
         narrowed = max(his[columns - 1] + 1 if columns else 0, lo + 1)
         width = min(width, narrowed)
-        _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added, reach, buf, offset, stack,
-              best, scratch, runmax0)
+        _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added, reach, buf, offset, top,
+              stack, best, scratch, runmax0)
         done = stop
         n_open, need, wanted = decide(q, idx, cols, runmax0, done, tau, is_open, out)
     return done, columns, width
@@ -433,7 +443,7 @@ class ReleaseWalk:
         self.m, self.width, self.lo, self.his = m, width, lo, his
         if state is None:
             state = _plan(m, width, len(his), units, ev_job, ev_p, ev_rel)
-        self.tree, self.walk, self.runmax0 = state[:6], state[6:11], state[11]
+        self.tree, self.walk, self.runmax0 = state[:6], state[6:12], state[12]
 
     def advance(self, stop: int, columns: int) -> None:
         """Up to event time ``stop``, for the ``columns`` smallest sizes (the counts above
