@@ -244,7 +244,7 @@ class RunningTerminations:
         alive = self._alive
         while self._oldest < self._next and not alive[self._oldest]:
             self._oldest += 1
-        ids = self._oldest + np.flatnonzero(alive[self._oldest:self._next])
+        ids = self._oldest + alive[self._oldest:self._next].nonzero()[0]
         info = self._info[ids]
         cores = info[:, 0].astype(np.int64)
         end, oid, mass, rel_lo, log_end, log_width, cum = self._ev
@@ -328,7 +328,7 @@ class RunningTerminations:
         p = (cum - base[owner]) / total[owner]
         if every:
             return end, owner, p, cores
-        gone = np.flatnonzero(~alive)
+        gone = (~alive).nonzero()[0]
         if len(gone):  # predicted bins all past: at the walltime, or right after now if over it
             at = limits[gone]
             end = np.concatenate((np.where(at > now, at, now + self.grace), end))
