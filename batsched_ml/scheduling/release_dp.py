@@ -48,15 +48,16 @@ class ReleaseOutlook:
         ``cum`` is P(job ``jobs[e]`` ended by ``times[e]``), reaching exactly 1 at its last event.
         ``cores[i]``: cores of running job i; ``missing`` = c_q >= 1; ``sizes``: candidate sizes."""
         release_kernel.compile_kernels()
-        times = np.asarray(times, dtype=np.float64)
-        self._jobs = jobs = np.asarray(jobs, dtype=np.int64)
-        self._cum = np.asarray(cum, dtype=np.float64)
+        # (contiguous arrays: one compiled version of the kernels; a row of the events table can be strided)
+        times = np.ascontiguousarray(times, dtype=np.float64)
+        self._jobs = jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+        self._cum = np.ascontiguousarray(cum, dtype=np.float64)
         self.missing = int(missing)
         valid = len(times) == len(jobs) == len(self._cum)
         if valid:  # the distinct times, the unit, the window and the walk's state: one compiled call
             (valid, self.times, self._group, unit, self.units, self.sizes, self.lo, self.hi, self.width,
-             state) = release_kernel.prepare(times, jobs, self._cum, np.asarray(cores, dtype=np.int64), self.missing,
-                                             np.asarray(sizes, dtype=np.int64))
+             state) = release_kernel.prepare(times, jobs, self._cum, np.ascontiguousarray(cores, dtype=np.int64),
+                                             self.missing, np.ascontiguousarray(sizes, dtype=np.int64))
         # (the compiled walk trusts these: no bounds checks)
         if not valid:
             raise ValueError("one running job's index and one probability per event time")
