@@ -250,6 +250,24 @@ def test_a_single_risk_after_a_narrowed_batch_is_computed_afresh():
     assert outlook.risk(widest, one_q, one_ends, 2.0) == fresh.risk(widest, one_q, one_ends, 2.0)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_every_single_risk_after_narrowed_batches_is_a_fresh_outlooks(seed):
+    """Batches with early exits narrow the sizes computed, possibly more than once (the
+    running max of a size left out is right only up to where it was left out); any later
+    query, for any size and end, answers as a fresh outlook."""
+    rng = np.random.default_rng(3000 + seed)
+    args = large_case(rng)
+    outlook = ReleaseOutlook(*args)
+    sizes, q, ends = random_candidates(rng, args[5], 30)
+    outlook.risks(sizes, q, ends, 0.01)  # refuses many early: a few narrowings
+    fresh = ReleaseOutlook(*args)
+    after_each_time = np.append((fresh.times[:-1] + fresh.times[1:]) / 2, fresh.times[-1] + 1.0)
+    for size in sorted(set(args[5]), reverse=True):  # (a query past a size's last exact time starts afresh)
+        for end in after_each_time:
+            one_q, one_ends = np.array([1.0]), np.array([end])
+            assert outlook.risk(size, one_q, one_ends, 2.0) == fresh.risk(size, one_q, one_ends, 2.0)
+
+
 def test_inconsistent_events_are_refused():
     with pytest.raises(ValueError):
         ReleaseOutlook([1.0, 2.0], [0], [1.0, 1.0], [4], 1, [1])

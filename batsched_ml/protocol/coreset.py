@@ -66,7 +66,7 @@ def _wide_mask_intervals(mask: int) -> list[tuple[int, int]]:
 
     edges = mask ^ (mask << 1)
     words = np.frombuffer(edges.to_bytes(-(-edges.bit_length() // 64) * 8, "little"), dtype="<u8")
-    nonzero = np.flatnonzero(words)
+    nonzero = words.nonzero()[0]
     bits = np.unpackbits(words[nonzero].view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
     word, bit = np.nonzero(bits)
     at = nonzero[word] * 64 + bit

@@ -164,7 +164,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         first = 0
         while first < len(rows):
             t0 = time.perf_counter()
-            fits = first + np.flatnonzero(res[first:] <= available)
+            fits = first + (res[first:] <= available).nonzero()[0]
             chosen = self._first_accepted(now, head, available, rows, res, ends, fits) if len(fits) else None
             self.stats["condition_time"] += time.perf_counter() - t0
             if chosen is None:
@@ -196,7 +196,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         candidate from the first of them on."""
         missing = head.res - available
         safe = ends[fits] <= self._terminations.earliest_release(now, missing)
-        unsafe = np.flatnonzero(~safe)
+        unsafe = (~safe).nonzero()[0]
         first_unsafe = int(unsafe[0]) if len(unsafe) else len(fits)
         pinned = self.reservations == "cores"  # the head's reservation holds specific cores
         chosen, examined = None, len(fits)
@@ -230,7 +230,7 @@ class ProbabilisticBackfilling(EasyBackfilling):
         risks = np.zeros(len(fits))
         risks[first_unsafe:] = self._batch_risks(now, missing, res[rest], rows[rest])
         risks[safe] = 0.0  # screened: no risk, whatever the outlook says
-        for k in (first_unsafe + np.flatnonzero((risks[first_unsafe:] < self.tau) | (risks[first_unsafe:] == 0.0))):
+        for k in (first_unsafe + ((risks[first_unsafe:] < self.tau) | (risks[first_unsafe:] == 0.0)).nonzero()[0]):
             yield int(k), float(risks[k])
 
     # ------------------------------------------------------------ the model

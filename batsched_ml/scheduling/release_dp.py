@@ -48,55 +48,46 @@ class ReleaseOutlook:
         ``cum`` is P(job ``jobs[e]`` ended by ``times[e]``), reaching exactly 1 at its last event.
         ``cores[i]``: cores of running job i; ``missing`` = c_q >= 1; ``sizes``: candidate sizes."""
         release_kernel.compile_kernels()
-        times = np.asarray(times, dtype=np.float64)
-        self._jobs = jobs = np.asarray(jobs, dtype=np.int64)
-        self._cum = np.asarray(cum, dtype=np.float64)
-        # the compiled walk trusts these (no bounds checks)
-        if len(times) != len(jobs) or len(jobs) != len(self._cum) or (
-                len(jobs) and not 0 <= jobs.min() <= jobs.max() < len(cores)):
-            raise ValueError("one running job's index and one probability per event time")
-        new = np.empty(len(times), dtype=bool)  # times are sorted: distinct ones start a group
-        if len(times):
-            new[0] = True
-            np.not_equal(times[1:], times[:-1], out=new[1:])
-        self.times = times[new]
-        self._group = new.cumsum() - 1
-        cores = np.asarray(cores, dtype=np.int64)
-        self.unit = unit = int(np.gcd.reduce(cores)) if len(cores) else 1
-        self.units = cores // unit
+        # (contiguous arrays: one compiled version of the kernels; a row of the events table can be strided)
+        times = np.ascontiguousarray(times, dtype=np.float64)
+        self._jobs = jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+        self._cum = np.ascontiguousarray(cum, dtype=np.float64)
         self.missing = int(missing)
-        self.sizes = np.unique(np.asarray(sizes, dtype=np.int64))
-        self.lo = -(-self.missing // unit)  # released units u with u * unit >= c_q ...
-        self.hi = (self.missing + self.sizes - 1) // unit  # ... < c_q + r
-        self.width = max(int(self.hi.max(initial=0)), self.lo) + 1
-        self._restart()
+        valid = len(times) == len(jobs) == len(self._cum)
+        if valid:  # the distinct times, the unit, the window and the walk's state: one compiled call
+            (valid, self.times, self._group, unit, self.units, self.sizes, self.lo, self.hi, self.width,
+             state) = release_kernel.prepare(times, jobs, self._cum, np.ascontiguousarray(cores, dtype=np.int64),
+                                             self.missing, np.ascontiguousarray(sizes, dtype=np.int64))
+        # (the compiled walk trusts these: no bounds checks)
+        if not valid:
+            raise ValueError("one running job's index and one probability per event time")
+        self.unit = int(unit)
+        self._restart(state)
 
-    def _restart(self) -> None:
+    def _restart(self, state=None) -> None:
         self.done = 0  # event times computed so far
         self._walk = release_kernel.ReleaseWalk(len(self.times), self.width, self.lo, self.hi, self.units, self._jobs,
-                                                self._cum, self._group)
+                                                self._cum, self._group, state)
         self._columns = len(self.sizes)  # sizes still computed
         # max over t_h <= t_g of D_h(r), after a row of zeros (nothing before the first time)
         self._runmax0 = self._walk.runmax0
         self.runmax = self._runmax0[1:]
         # once later stretches computed only the smaller sizes that undecided candidates still
-        # needed, column k of runmax0 holds the running max up to row exact[k]
-        self._exact = None
+        # needed, column k of runmax0 holds the running max up to row exact[k] (past the end: all)
+        self._exact = np.full(len(self.sizes), len(self.times) + 1)
 
     def _compute(self, b: int, columns: int | None = None) -> None:
         """D for the event times [done, b) (from now on for the ``columns`` smallest sizes only:
         the counts above theirs are then not needed), then the running max."""
         columns = self._columns if columns is None else min(columns, self._columns)
         if columns < self._columns:
-            if self._exact is None:
-                self._exact = np.full(len(self.sizes), len(self.times) + 1)
-            self._exact[columns:] = self.done
+            self._exact[columns:self._columns] = self.done
             self._columns = columns
         self._walk.advance(b, columns)
         self.done = b
 
     def _ensure(self, k: int, column: int | None = None) -> None:
-        if column is not None and self._exact is not None and k > self._exact[column]:
+        if column is not None and k > self._exact[column]:
             self._restart()  # a narrower stretch left this size out: compute again, every size
         if k > self.done:
             self._compute(min(len(self.times), max(k, 2 * self.done, self.done + MIN_CHUNK)))
@@ -109,18 +100,12 @@ class ReleaseOutlook:
         q = np.ascontiguousarray(q, dtype=np.float64)
         idx = self.times.searchsorted(ends, side="left")
         cols = self.sizes.searchsorted(sizes)
-        if self._exact is not None and (idx > self._exact[cols][:, None]).any():
+        if self._columns < len(self.sizes) and (idx > self._exact[cols][:, None]).any():
             self._restart()  # a narrower stretch left out a size needed further
         out = np.empty(len(cols))
-        is_open = np.ones(len(cols), dtype=bool)
-        early = -1.0 if tau is None else float(tau)
-        n_open, need, columns = release_kernel.decide(q, idx, cols, self._runmax0, self.done, early, is_open, out)
-        while n_open:
-            # the stretch they need (all of it without an early exit), for the sizes they have
-            stop = need if tau is None else min(need, max(2 * self.done, self.done + MIN_CHUNK))
-            self._compute(stop, columns)
-            n_open, need, columns = release_kernel.decide(q, idx, cols, self._runmax0, self.done, early, is_open,
-                                                          out)
+        # the walk in growing stretches, until every candidate is settled: one compiled call
+        self.done, self._columns = self._walk.settle(q, idx, cols, -1.0 if tau is None else float(tau), MIN_CHUNK,
+                                                     self._columns, self.done, self._exact, out)
         return out
 
     def risk(self, size: int, q, ends, tau: float) -> tuple[bool, float]:
@@ -260,7 +245,7 @@ class RunningTerminations:
         alive = self._alive
         while self._oldest < self._next and not alive[self._oldest]:
             self._oldest += 1
-        ids = self._oldest + np.flatnonzero(alive[self._oldest:self._next])
+        ids = self._oldest + alive[self._oldest:self._next].nonzero()[0]
         info = self._info[ids]
         cores = info[:, 0].astype(np.int64)
         end, oid, mass, rel_lo, log_end, log_width, cum = self._ev
@@ -344,7 +329,7 @@ class RunningTerminations:
         p = (cum - base[owner]) / total[owner]
         if every:
             return end, owner, p, cores
-        gone = np.flatnonzero(~alive)
+        gone = (~alive).nonzero()[0]
         if len(gone):  # predicted bins all past: at the walltime, or right after now if over it
             at = limits[gone]
             end = np.concatenate((np.where(at > now, at, now + self.grace), end))

@@ -43,11 +43,14 @@ def _output(prefix: str | None, kind: str) -> str | None:
 def _compute_resources(names) -> list:
     """SIMULATION_BEGINS's ``compute_resources``, built with the cyclic garbage collector paused:
     8M new dicts on a 4M-core machine would trigger collections walking all of them again and
-    again (19 of 26 s). A real list: the codec writes it (``--connect``, transcripts)."""
+    again (19 of 26 s). A real list: the codec writes it (``--connect``, transcripts). Every host
+    has the same ``properties``: one dict, shared (read only; half the dicts to build and free,
+    0.02-0.03 CPU s on 93,312 cores)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return [{"id": i, "name": n, "state": "idle", "properties": {"role": ""}} for i, n in enumerate(names)]
+        properties = {"role": ""}
+        return [{"id": i, "name": n, "state": "idle", "properties": properties} for i, n in enumerate(names)]
     finally:
         if was_enabled:
             gc.enable()
