@@ -16,7 +16,7 @@ All kernels are in this one file: numba checks a cached kernel against its own s
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
@@ -199,67 +199,73 @@ def _chunk_bound(kept, ctail):
 @njit(cache=True, nogil=True)
 def _fold_chunks(cpool, rows, i, k, stop, owncc, csuffix, ctail, fresh, end):
     """The chunk level's window queue (as the words' one in ``find``): fold ``[i, k)``
-    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``."""
-    nchunks = len(ctail)
+    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``. Each
+    loop reads and writes distinct rows from index 0 (``_min_into``), so it vectorizes."""
     if fresh:
         ctail[:] = _MANY
+        previous = ctail
         for m in range(k - 1, i - 1, -1):
-            cc = cpool[rows[m]]
             dest = csuffix[m - i]
-            if m < stop:
-                for c in range(nchunks):
-                    v = min(ctail[c], cc[c])
-                    ctail[c] = v
-                    dest[c] = v
-            else:
-                for c in range(nchunks):
-                    v = min(ctail[c], cc[c] + owncc[c])
-                    ctail[c] = v
-                    dest[c] = v
-        ctail[:] = _MANY
+            _min_into(dest, previous, cpool[rows[m]], owncc, m >= stop)
+            previous = dest
     else:
         for m in range(end, k):
-            cc = cpool[rows[m]]
-            if m < stop:
-                for c in range(nchunks):
-                    ctail[c] = min(ctail[c], cc[c])
-            else:
-                for c in range(nchunks):
-                    ctail[c] = min(ctail[c], cc[c] + owncc[c])
+            _min_into(ctail, ctail, cpool[rows[m]], owncc, m >= stop)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _min_into(dest, previous, counts, owncc, with_own):
+    """``dest = min(previous, counts (+ owncc when with_own))``, chunk by chunk."""
+    if with_own:
+        for c in range(len(dest)):
+            dest[c] = min(previous[c], counts[c] + owncc[c])
+    else:
+        for c in range(len(dest)):
+            dest[c] = min(previous[c], counts[c])
 
 
 @njit(cache=True, nogil=True)
 def _fold_words(pool, rows, i, k, stop, own, chunks, nchunks, suffix, tail, fresh, end):
     """The words' window queue (as ``_Windows``), on the words of the ``nchunks`` chunks ``chunks``
     only: fold ``[i, k)`` backwards into ``suffix`` when ``fresh``, else extend ``tail`` over
-    ``[end, k)``."""
+    ``[end, k)``. Slice by slice, each row read once (``_and_into``)."""
     nwords = len(tail)
+    if fresh:
+        _fill_chunks(tail, chunks, nchunks, _ALL)
+        previous = tail
+        for m in range(k - 1, i - 1, -1):
+            row, dest = pool[rows[m]], suffix[m - i]
+            for a in range(nchunks):
+                _and_into(dest, previous, row, own, chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords), m >= stop)
+            previous = dest
+        _fill_chunks(tail, chunks, nchunks, _ALL)
+    else:
+        for m in range(end, k):
+            row = pool[rows[m]]
+            for a in range(nchunks):
+                _and_into(tail, tail, row, own, chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords), m >= stop)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _and_into(dest, previous, row, own, lo, hi, with_own):
+    """``dest = previous & (row | own when with_own)`` on words ``[lo, hi)``; the index is unsigned
+    (no negative-index wraparound in the loop: it vectorizes)."""
+    if with_own:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            dest[w] = previous[w] & (row[w] | own[w])
+    else:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            dest[w] = previous[w] & row[w]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fill_chunks(words, chunks, nchunks, value):
+    """The words of the ``nchunks`` chunks ``chunks`` set to ``value``."""
     for a in range(nchunks):
-        lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
-        if fresh:
-            for w in range(lo, hi):
-                tail[w] = _ALL
-            for m in range(k - 1, i - 1, -1):
-                row, dest = pool[rows[m]], suffix[m - i]
-                if m < stop:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w]
-                        dest[w] = tail[w]
-                else:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w] | own[w]
-                        dest[w] = tail[w]
-            for w in range(lo, hi):
-                tail[w] = _ALL
-        else:
-            for m in range(end, k):
-                row = pool[rows[m]]
-                if m < stop:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w]
-                else:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w] | own[w]
+        for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, len(words))):
+            words[w] = value
 
 
 @njit(cache=True, nogil=True)
@@ -269,7 +275,9 @@ def _upper(kept, tail, chunks, nchunks, folded, kept_chunks, ctail):
     nwords = len(tail)
     size = 0
     for a in range(nchunks):
-        for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
+        lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
+        for x in range(hi - lo):
+            w = uint64(lo + x)
             size += popcount(kept[w] & tail[w])
     for c in range(len(ctail)):
         if not folded[c]:
@@ -627,8 +635,9 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     near the present, where most cores are freed, are usually far fuller than the best one). While
     that bound plus the cores freed since in intervals the window meets (``_window_bounds``) stays
     below its size for every window, no earlier window can fit: only lower cores are looked for,
-    and only if cores were freed during the reservation; else it is searched anew (``reinsertion``)
-    over the starts where it reaches the size, which also renews the bound. A search also
+    and only if cores were freed during the reservation; else it is searched anew (``find``)
+    over the starts where it reaches the size, which also renews the bound, and when it fits no
+    earlier, its lower cores are looked for on the same condition (``reinsertion`` looks always). A search also
     starts after the starts that the pass's earlier answers rule out (``nofit``, ``kept[0]``
     bounds, as the counting model's ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
@@ -658,8 +667,12 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                 from_freed = 0 if lowest <= origin else np.searchsorted(times, lowest)
                 most0 = max(cores - 1 if first > 0 else 0, below if from_freed > 0 else 0)
                 scratch[5][:] = owned_cc[row]
-                code, i, most = reinsertion(times, counts, rows, pool, cpool, origin, n, cspan[q], start, end,
-                                            owned[row], scratch, max(first, from_freed), most0, highest, n)
+                i, most = find(times, counts, rows, pool, cpool, origin, n, cspan[q], np.searchsorted(times, start),
+                               owned[row], n, scratch, max(first, from_freed), most0, highest)
+                if i >= 0:
+                    code = 1
+                elif during or since < log_base:  # as ``reinsertion``; with no free during it, it keeps its cores
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch)
                 if code != 1 and highest < start:  # the windows from ``highest`` on, left out of the search
                     most = _raise(most, above, highest, steps_t, steps_m, nsteps)
         else:
