@@ -55,28 +55,28 @@ def _recount(row, chunks):
 def take(pool, cpool, rows, counts, i, j, used):
     """Slices ``[i, j)`` lose the cores ``used`` (words); their counts follow (only the words of
     ``used`` are read: a job's cores, not the machine's)."""
-    held = np.flatnonzero(used)  # the words that hold a core
+    held = np.flatnonzero(used).astype(np.uint64)  # the words that hold a core
     for k in range(i, j):
-        row, chunks = pool[rows[k]], cpool[rows[k]]
+        r = rows[k]  # rows indexed in place: a view per slice costs two atomic reference counts
         for w in held:
-            lost = popcount(row[w] & used[w])
+            lost = popcount(pool[r, w] & used[w])
             if lost:
-                row[w] &= ~used[w]
-                chunks[w // CHUNK] -= lost
+                pool[r, w] &= ~used[w]
+                cpool[r, w // CHUNK] -= lost
                 counts[k] -= lost
 
 
 @njit(cache=True, nogil=True)
 def give_back(pool, cpool, rows, counts, i, j, used):
     """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts follow."""
-    held = np.flatnonzero(used)
+    held = np.flatnonzero(used).astype(np.uint64)
     for k in range(i, j):
-        row, chunks = pool[rows[k]], cpool[rows[k]]
+        r = rows[k]
         for w in held:
-            gained = popcount(used[w] & ~row[w])
+            gained = popcount(used[w] & ~pool[r, w])
             if gained:
-                row[w] |= used[w]
-                chunks[w // CHUNK] += gained
+                pool[r, w] |= used[w]
+                cpool[r, w // CHUNK] += gained
                 counts[k] += gained
 
 
@@ -103,9 +103,9 @@ def _first_without(pool, rows, start, stop, step, used, held):
     non-zero words."""
     common = used[held].copy()
     for k in range(start, stop, step):
-        row, alive = pool[rows[k]], False
+        r, alive = rows[k], False
         for a in range(len(held)):
-            common[a] &= row[held[a]]
+            common[a] &= pool[r, uint64(held[a])]
             alive = alive or common[a] != 0
         if not alive:
             return k
@@ -199,73 +199,89 @@ def _chunk_bound(kept, ctail):
 @njit(cache=True, nogil=True)
 def _fold_chunks(cpool, rows, i, k, stop, owncc, csuffix, ctail, fresh, end):
     """The chunk level's window queue (as the words' one in ``find``): fold ``[i, k)``
-    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``. Each
-    loop reads and writes distinct rows from index 0 (``_min_into``), so it vectorizes."""
+    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``. The
+    rows are indexed in place, not as views (a view costs two atomic reference counts, per
+    slice), and each loop writes a row other than the ones it reads, so it vectorizes."""
+    nchunks = len(ctail)
     if fresh:
         ctail[:] = _MANY
-        previous = ctail
         for m in range(k - 1, i - 1, -1):
-            dest = csuffix[m - i]
-            _min_into(dest, previous, cpool[rows[m]], owncc, m >= stop)
-            previous = dest
+            r, d = rows[m], m - i
+            if m == k - 1:  # min(_MANY, x) = x
+                if m >= stop:
+                    for c in range(nchunks):
+                        csuffix[d, c] = cpool[r, c] + owncc[c]
+                else:
+                    for c in range(nchunks):
+                        csuffix[d, c] = cpool[r, c]
+            elif m >= stop:
+                for c in range(nchunks):
+                    csuffix[d, c] = min(csuffix[d + 1, c], cpool[r, c] + owncc[c])
+            else:
+                for c in range(nchunks):
+                    csuffix[d, c] = min(csuffix[d + 1, c], cpool[r, c])
     else:
         for m in range(end, k):
-            _min_into(ctail, ctail, cpool[rows[m]], owncc, m >= stop)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _min_into(dest, previous, counts, owncc, with_own):
-    """``dest = min(previous, counts (+ owncc when with_own))``, chunk by chunk."""
-    if with_own:
-        for c in range(len(dest)):
-            dest[c] = min(previous[c], counts[c] + owncc[c])
-    else:
-        for c in range(len(dest)):
-            dest[c] = min(previous[c], counts[c])
+            r = rows[m]
+            if m >= stop:
+                for c in range(nchunks):
+                    ctail[c] = min(ctail[c], cpool[r, c] + owncc[c])
+            else:
+                for c in range(nchunks):
+                    ctail[c] = min(ctail[c], cpool[r, c])
 
 
 @njit(cache=True, nogil=True)
 def _fold_words(pool, rows, i, k, stop, own, chunks, nchunks, suffix, tail, fresh, end):
     """The words' window queue (as ``_Windows``), on the words of the ``nchunks`` chunks ``chunks``
     only: fold ``[i, k)`` backwards into ``suffix`` when ``fresh``, else extend ``tail`` over
-    ``[end, k)``. Slice by slice, each row read once (``_and_into``)."""
+    ``[end, k)``. Slice by slice (each row read once), rows indexed in place, word indices
+    unsigned (no negative-index wraparound in the loops, which vectorize: ``_and_words``)."""
     nwords = len(tail)
-    if fresh:
-        _fill_chunks(tail, chunks, nchunks, _ALL)
-        previous = tail
+    if fresh:  # the tail is empty: all ones on these chunks
+        for a in range(nchunks):
+            for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
+                tail[w] = _ALL
         for m in range(k - 1, i - 1, -1):
-            row, dest = pool[rows[m]], suffix[m - i]
+            r, d = rows[m], m - i
             for a in range(nchunks):
-                _and_into(dest, previous, row, own, chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords), m >= stop)
-            previous = dest
-        _fill_chunks(tail, chunks, nchunks, _ALL)
+                _and_words(suffix, d, m == k - 1, pool, r, own, chunks[a] * CHUNK,
+                           min((chunks[a] + 1) * CHUNK, nwords), m >= stop)
     else:
         for m in range(end, k):
-            row = pool[rows[m]]
+            r = rows[m]
             for a in range(nchunks):
-                _and_into(tail, tail, row, own, chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords), m >= stop)
+                lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
+                if m >= stop:
+                    for x in range(hi - lo):
+                        w = uint64(lo + x)
+                        tail[w] &= pool[r, w] | own[w]
+                else:
+                    for x in range(hi - lo):
+                        w = uint64(lo + x)
+                        tail[w] &= pool[r, w]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _and_into(dest, previous, row, own, lo, hi, with_own):
-    """``dest = previous & (row | own when with_own)`` on words ``[lo, hi)``; the index is unsigned
-    (no negative-index wraparound in the loop: it vectorizes)."""
-    if with_own:
+def _and_words(suffix, d, first, pool, r, own, lo, hi, with_own):
+    """Words ``[lo, hi)`` of ``suffix[d]``: row ``r`` of ``pool`` (or'ed with ``own`` when
+    ``with_own``), and'ed with ``suffix[d + 1]`` unless ``first``."""
+    if first and with_own:
         for x in range(hi - lo):
             w = uint64(lo + x)
-            dest[w] = previous[w] & (row[w] | own[w])
+            suffix[d, w] = pool[r, w] | own[w]
+    elif first:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            suffix[d, w] = pool[r, w]
+    elif with_own:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            suffix[d, w] = suffix[d + 1, w] & (pool[r, w] | own[w])
     else:
         for x in range(hi - lo):
             w = uint64(lo + x)
-            dest[w] = previous[w] & row[w]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _fill_chunks(words, chunks, nchunks, value):
-    """The words of the ``nchunks`` chunks ``chunks`` set to ``value``."""
-    for a in range(nchunks):
-        for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, len(words))):
-            words[w] = value
+            suffix[d, w] = suffix[d + 1, w] & pool[r, w]
 
 
 @njit(cache=True, nogil=True)
@@ -443,7 +459,7 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     smear = own[top]  # every bit up to own's highest one in its word
     for shift in (1, 2, 4, 8, 16, 32):
         smear |= smear >> np.uint64(shift)
-    active = np.empty(top + 1, dtype=np.int64)
+    active = np.empty(top + 1, dtype=np.uint64)  # unsigned word indices: no wraparound
     live = 0
     row, chunks = pool[rows[first]], cpool[rows[first]]
     for c in range(top // CHUNK + 1):
@@ -459,11 +475,11 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     for k in range(first + 1, stop):
         if live == 0:
             return True
-        row = pool[rows[k]]
+        r = rows[k]  # indexed in place: a view per slice costs two atomic reference counts
         kept = 0
         for a in range(live):
             w = active[a]
-            v = tail[w] & row[w]
+            v = tail[w] & pool[r, w]
             tail[w] = v
             if v:
                 active[kept] = w
