@@ -113,6 +113,16 @@ def _first_without(pool, rows, start, stop, step, used, held):
 
 
 @njit(cache=True, nogil=True)
+def chunk_mask(words, mask):
+    """``mask``: a bit per chunk, set for the chunks where ``words`` has a core."""
+    mask[:] = 0
+    for w in range(len(words)):
+        if words[w]:
+            c = w // CHUNK
+            mask[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+
+
+@njit(cache=True, nogil=True)
 def chunk_counts(words, chunks):
     """``words``' set bits per chunk into ``chunks``."""
     _recount(words, chunks)
@@ -445,12 +455,14 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 
 
 @njit(cache=True, nogil=True)
-def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
+def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
     its own, is free throughout. Only the chunks with a core free in the first slice are read
-    (its chunk counts); the words of the cores free there are intersected slice by slice, each
-    dropped once empty, until none is left (usually within a few slices)."""
+    (its chunk counts), and of them only those set in ``allowed`` (a bit per chunk: the others
+    are known to hold no such core, see ``scan``); the words of the cores free there are
+    intersected slice by slice, each dropped once empty, until none is left (usually within a
+    few slices)."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
@@ -463,7 +475,7 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     live = 0
     row, chunks = pool[rows[first]], cpool[rows[first]]
     for c in range(top // CHUNK + 1):
-        if chunks[c] == 0:
+        if chunks[c] == 0 or not (allowed[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
             continue
         for w in range(c * CHUNK, min((c + 1) * CHUNK, top + 1)):
             below = ~own[w] if w < top else (smear >> np.uint64(1)) & ~own[w]
@@ -503,17 +515,19 @@ def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, re
                    most0, limit)
     if i >= 0:
         return 1, i, most
-    return lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch), -1, most
+    every_chunk = np.full((len(scratch[4]) + 63) // 64, _ALL)
+    return lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch, every_chunk), -1, most
 
 
 @njit(cache=True, nogil=True)
-def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch):
+def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch, allowed):
     """2 when a reservation ``[start, reserved_end)`` on the cores ``own`` that cannot start earlier
-    would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0."""
+    would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0; ``allowed``: the
+    chunks (a bit each) that can hold a lower core free throughout it (``_keeps_its_cores``)."""
     tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
     stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
-    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
         return 0
     nwords = len(tail)
     for w in range(nwords):
@@ -633,7 +647,8 @@ def retreat_no_fit(nofit, kept, a):
 
 @njit(cache=True, nogil=True)
 def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, owned_cc, scratch,
-         log_a, log_b, log_n, log_pre, log_ext, log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept):
+         log_a, log_b, log_n, log_pre, log_ext, log_chunks, log_base, log_count, checked, bound, row_t, row_m, row_k,
+         nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
     ``[cstart, cend)`` on the cores ``owned[crow]``, their chunk counts ``owned_cc[crow]``; NaN: none): each future reservation that
     ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
@@ -653,12 +668,16 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     below its size for every window, no earlier window can fit: only lower cores are looked for,
     and only if cores were freed during the reservation; else it is searched anew (``find``)
     over the starts where it reaches the size, which also renews the bound, and when it fits no
-    earlier, its lower cores are looked for on the same condition (``reinsertion`` looks always). A search also
+    earlier, its lower cores are looked for on the same condition (``reinsertion`` looks always).
+    They are looked for only in the chunks those frees touched (``log_chunks``, a bit per chunk
+    per entry): a lower core free throughout the reservation now was not at its last check (it
+    then had the lowest cores), so an entry since that meets it freed that core. A search also
     starts after the starts that the pass's earlier answers rule out (``nofit``, ``kept[0]``
     bounds, as the counting model's ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
     points, weights = np.empty(2 * len(log_a) + 2 * STEPS), np.empty(2 * len(log_a) + 2 * STEPS, dtype=np.int64)
     steps_t, steps_m, nsteps = scratch[6], scratch[7], scratch[8]
+    allowed = np.empty(log_chunks.shape[1], dtype=np.uint64)  # the chunks where a lower core can be free
     while q < len(cn):
         start, end, row, n = cstart[q], cend[q], crow[q], cn[q]
         if not (start > now and end == start + cspan[q]):
@@ -667,15 +686,20 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
         code, i, most = 0, -1, bound[row]
         if since < log_count:
             lowest, below, highest, above, during = -np.inf, 0, np.inf, 0, False
+            allowed[:] = _ALL
             if since >= log_base:
                 most, lowest, below, highest, above = _window_bounds(
                     log_a, log_b, log_n, log_pre, log_ext, since - log_base, log_count - log_base, now, start, cspan[q], n,
                     row_t[row], row_m[row], row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
+                allowed[:] = 0
                 for e in range(since - log_base, log_count - log_base):
-                    during = during or (log_a[e] < end and log_b[e] > start)
+                    if log_a[e] < end and log_b[e] > start:
+                        during = True
+                        for x in range(len(allowed)):
+                            allowed[x] |= log_chunks[e, x]
             if since >= log_base and most < n:
                 if during:
-                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch)
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch, allowed)
             else:
                 # the first start that the frees can have made fit, and the pass's "no fit before" bounds
                 x, cores = _no_fit_before(nofit, kept[0], n, cspan[q], start)
@@ -688,7 +712,7 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                 if i >= 0:
                     code = 1
                 elif during or since < log_base:  # as ``reinsertion``; with no free during it, it keeps its cores
-                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch)
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch, allowed)
                 if code != 1 and highest < start:  # the windows from ``highest`` on, left out of the search
                     most = _raise(most, above, highest, steps_t, steps_m, nsteps)
         else:
@@ -729,7 +753,8 @@ def _split_at(times, counts, rows, pool, cpool, spare, nspare, t):
 
 @njit(cache=True, nogil=True)
 def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start, old_end, new_start, new_end,
-         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, e, nofit, kept):
+         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, log_chunks, e, nofit,
+         kept):
     """A future reservation (cores ``owned[row]`` from ``old_start`` to ``old_end``) moves to
     ``new_words`` from ``new_start`` (or now) to ``new_end``: ``ArrayCoreProfile.remove`` then
     ``place``, step for step in one call (slices split, the freed interval logged at entry ``e``,
@@ -747,6 +772,7 @@ def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start
     for w in range(len(old_words)):
         freed += popcount(old_words[w])
     log_n[e] = freed
+    chunk_mask(old_words, log_chunks[e])
     log_pre[e], log_ext[e] = free_around(times, pool, rows, i, j, old_words)
     if kept[0]:
         retreat_no_fit(nofit, kept[0], log_a[e])
