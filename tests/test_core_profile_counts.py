@@ -246,6 +246,27 @@ def test_lowest_bits_is_the_lowest_set_bits(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
+def test_chunk_mask_marks_the_chunks_holding_a_core(seed):
+    """``core_kernels.chunk_mask`` (logged with each freed interval: ``scan`` looks for a
+    reservation's lower cores only in the chunks that the frees since its last check touched)
+    against its definition on Python ints: bit c set exactly when one of cores
+    ``[1024 c, 1024 (c + 1))`` is in the mask, on machines of more than 64 chunks too."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 3000, 70_000, 93_312])
+    nwords = (cores + 63) // 64
+    nchunks = -(-nwords // core_kernels.CHUNK)
+    span = 64 * core_kernels.CHUNK
+    for _ in range(20):
+        first = rng.randrange(cores)
+        used = (rng.getrandbits(rng.randint(1, 3000)) | 1) << first & ((1 << cores) - 1)
+        words = np.frombuffer(used.to_bytes(8 * nwords, "little"), dtype=np.uint64)
+        mask = np.full(-(-nchunks // 64), np.uint64(12345), dtype=np.uint64)  # overwritten
+        core_kernels.chunk_mask(words, mask)
+        expected = sum(1 << c for c in range(nchunks) if (used >> (span * c)) & ((1 << span) - 1))
+        assert int.from_bytes(mask.tobytes(), "little") == expected
+
+
+@pytest.mark.parametrize("seed", range(20))
 def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
     """``core_kernels.free_around`` (logged at each free, it lets ``scan`` count freed cores only for
     the windows they can serve) against its definition, slice by slice on Python ints: the first

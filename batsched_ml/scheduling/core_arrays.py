@@ -47,7 +47,7 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_nspare", "_scratch", "_owned", "_owned_spare",
-           "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_base",
+           "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_chunks", "_log_base",
            "_log_count", "_nofit", "_kept", "_res_starts", "_res_ends")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 RECENT_MASKS = 8  # masks whose words ``_words`` remembers
@@ -93,6 +93,7 @@ class ArrayCoreProfile(CoreProfile):
         copy._log_a, copy._log_b = np.empty(FREED_LOG), np.empty(FREED_LOG)
         copy._log_pre, copy._log_ext = np.empty(FREED_LOG), np.empty(FREED_LOG)
         copy._log_n = np.empty(FREED_LOG, dtype=np.int64)
+        copy._log_chunks = np.empty((FREED_LOG, -(-nchunks // 64)), dtype=np.uint64)  # a bit per chunk freed in
         copy._nofit = np.zeros((3, NO_FIT_KEPT))  # ``scan``'s bounds "no window of n cores for d s before x"
         copy._kept = np.zeros(1, dtype=np.int64)  # how many
         copy._log_base = copy._log_count = 0  # entry e of the log at e - _log_base
@@ -185,6 +186,7 @@ class ArrayCoreProfile(CoreProfile):
         self._log_a[e] = self.times[i]
         self._log_b[e] = self.times[j] if j < len(self.times) else np.inf
         self._log_n[e] = used.bit_count()
+        self._k.chunk_mask(words, self._log_chunks[e])
         self._log_pre[e], self._log_ext[e] = self._k.free_around(self.times, self.pool, self.rows, i, j, words)
         self._log_count += 1
         if self._kept[0]:
@@ -218,7 +220,7 @@ class ArrayCoreProfile(CoreProfile):
         self.times, self.counts, self.rows, self._nspare, i = self._k.move(
             self.times, self.counts, self.rows, self.pool, self.cpool, self._spare, self._nspare, self.origin, row,
             placed.start, placed.end, start, end, self._words(used), self._owned, self._owned_cc, self._checked,
-            self._nsteps, self._log_a, self._log_b, self._log_n, self._log_pre, self._log_ext,
+            self._nsteps, self._log_a, self._log_b, self._log_n, self._log_pre, self._log_ext, self._log_chunks,
             self._log_count - self._log_base, self._nofit, self._kept)
         self._log_count += 1
         del self.placed[job]  # re-registered below, as by ``remove`` and ``place``
@@ -247,7 +249,7 @@ class ArrayCoreProfile(CoreProfile):
         q, code, i, most, earliest = self._k.scan(
             self.times, self.counts, self.rows, self.pool, self.cpool, self.origin, now, q, *arrays, self._owned,
             self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n, self._log_pre,
-            self._log_ext, self._log_base, self._log_count, self._checked,
+            self._log_ext, self._log_chunks, self._log_base, self._log_count, self._checked,
             self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept)
         moved = None
         if code > 0:

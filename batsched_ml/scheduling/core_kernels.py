@@ -16,7 +16,7 @@ All kernels are in this one file: numba checks a cached kernel against its own s
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, uint64
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
@@ -55,28 +55,28 @@ def _recount(row, chunks):
 def take(pool, cpool, rows, counts, i, j, used):
     """Slices ``[i, j)`` lose the cores ``used`` (words); their counts follow (only the words of
     ``used`` are read: a job's cores, not the machine's)."""
-    held = np.flatnonzero(used)  # the words that hold a core
+    held = np.flatnonzero(used).astype(np.uint64)  # the words that hold a core
     for k in range(i, j):
-        row, chunks = pool[rows[k]], cpool[rows[k]]
+        r = rows[k]  # rows indexed in place: a view per slice costs two atomic reference counts
         for w in held:
-            lost = popcount(row[w] & used[w])
+            lost = popcount(pool[r, w] & used[w])
             if lost:
-                row[w] &= ~used[w]
-                chunks[w // CHUNK] -= lost
+                pool[r, w] &= ~used[w]
+                cpool[r, w // CHUNK] -= lost
                 counts[k] -= lost
 
 
 @njit(cache=True, nogil=True)
 def give_back(pool, cpool, rows, counts, i, j, used):
     """Slices ``[i, j)`` get the cores ``used`` (words) back; their counts follow."""
-    held = np.flatnonzero(used)
+    held = np.flatnonzero(used).astype(np.uint64)
     for k in range(i, j):
-        row, chunks = pool[rows[k]], cpool[rows[k]]
+        r = rows[k]
         for w in held:
-            gained = popcount(used[w] & ~row[w])
+            gained = popcount(used[w] & ~pool[r, w])
             if gained:
-                row[w] |= used[w]
-                chunks[w // CHUNK] += gained
+                pool[r, w] |= used[w]
+                cpool[r, w // CHUNK] += gained
                 counts[k] += gained
 
 
@@ -103,13 +103,23 @@ def _first_without(pool, rows, start, stop, step, used, held):
     non-zero words."""
     common = used[held].copy()
     for k in range(start, stop, step):
-        row, alive = pool[rows[k]], False
+        r, alive = rows[k], False
         for a in range(len(held)):
-            common[a] &= row[held[a]]
+            common[a] &= pool[r, uint64(held[a])]
             alive = alive or common[a] != 0
         if not alive:
             return k
     return -1
+
+
+@njit(cache=True, nogil=True)
+def chunk_mask(words, mask):
+    """``mask``: a bit per chunk, set for the chunks where ``words`` has a core."""
+    mask[:] = 0
+    for w in range(len(words)):
+        if words[w]:
+            c = w // CHUNK
+            mask[c >> 6] |= np.uint64(1) << np.uint64(c & 63)
 
 
 @njit(cache=True, nogil=True)
@@ -199,67 +209,89 @@ def _chunk_bound(kept, ctail):
 @njit(cache=True, nogil=True)
 def _fold_chunks(cpool, rows, i, k, stop, owncc, csuffix, ctail, fresh, end):
     """The chunk level's window queue (as the words' one in ``find``): fold ``[i, k)``
-    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``."""
+    backwards into ``csuffix`` when ``fresh``, else extend ``ctail`` over ``[end, k)``. The
+    rows are indexed in place, not as views (a view costs two atomic reference counts, per
+    slice), and each loop writes a row other than the ones it reads, so it vectorizes."""
     nchunks = len(ctail)
     if fresh:
         ctail[:] = _MANY
         for m in range(k - 1, i - 1, -1):
-            cc = cpool[rows[m]]
-            dest = csuffix[m - i]
-            if m < stop:
+            r, d = rows[m], m - i
+            if m == k - 1:  # min(_MANY, x) = x
+                if m >= stop:
+                    for c in range(nchunks):
+                        csuffix[d, c] = cpool[r, c] + owncc[c]
+                else:
+                    for c in range(nchunks):
+                        csuffix[d, c] = cpool[r, c]
+            elif m >= stop:
                 for c in range(nchunks):
-                    v = min(ctail[c], cc[c])
-                    ctail[c] = v
-                    dest[c] = v
+                    csuffix[d, c] = min(csuffix[d + 1, c], cpool[r, c] + owncc[c])
             else:
                 for c in range(nchunks):
-                    v = min(ctail[c], cc[c] + owncc[c])
-                    ctail[c] = v
-                    dest[c] = v
-        ctail[:] = _MANY
+                    csuffix[d, c] = min(csuffix[d + 1, c], cpool[r, c])
     else:
         for m in range(end, k):
-            cc = cpool[rows[m]]
-            if m < stop:
+            r = rows[m]
+            if m >= stop:
                 for c in range(nchunks):
-                    ctail[c] = min(ctail[c], cc[c])
+                    ctail[c] = min(ctail[c], cpool[r, c] + owncc[c])
             else:
                 for c in range(nchunks):
-                    ctail[c] = min(ctail[c], cc[c] + owncc[c])
+                    ctail[c] = min(ctail[c], cpool[r, c])
 
 
 @njit(cache=True, nogil=True)
 def _fold_words(pool, rows, i, k, stop, own, chunks, nchunks, suffix, tail, fresh, end):
     """The words' window queue (as ``_Windows``), on the words of the ``nchunks`` chunks ``chunks``
     only: fold ``[i, k)`` backwards into ``suffix`` when ``fresh``, else extend ``tail`` over
-    ``[end, k)``."""
+    ``[end, k)``. Slice by slice (each row read once), rows indexed in place, word indices
+    unsigned (no negative-index wraparound in the loops, which vectorize: ``_and_words``)."""
     nwords = len(tail)
-    for a in range(nchunks):
-        lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
-        if fresh:
-            for w in range(lo, hi):
+    if fresh:  # the tail is empty: all ones on these chunks
+        for a in range(nchunks):
+            for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
                 tail[w] = _ALL
-            for m in range(k - 1, i - 1, -1):
-                row, dest = pool[rows[m]], suffix[m - i]
-                if m < stop:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w]
-                        dest[w] = tail[w]
+        for m in range(k - 1, i - 1, -1):
+            r, d = rows[m], m - i
+            for a in range(nchunks):
+                _and_words(suffix, d, m == k - 1, pool, r, own, chunks[a] * CHUNK,
+                           min((chunks[a] + 1) * CHUNK, nwords), m >= stop)
+    else:
+        for m in range(end, k):
+            r = rows[m]
+            for a in range(nchunks):
+                lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
+                if m >= stop:
+                    for x in range(hi - lo):
+                        w = uint64(lo + x)
+                        tail[w] &= pool[r, w] | own[w]
                 else:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w] | own[w]
-                        dest[w] = tail[w]
-            for w in range(lo, hi):
-                tail[w] = _ALL
-        else:
-            for m in range(end, k):
-                row = pool[rows[m]]
-                if m < stop:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w]
-                else:
-                    for w in range(lo, hi):
-                        tail[w] &= row[w] | own[w]
+                    for x in range(hi - lo):
+                        w = uint64(lo + x)
+                        tail[w] &= pool[r, w]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _and_words(suffix, d, first, pool, r, own, lo, hi, with_own):
+    """Words ``[lo, hi)`` of ``suffix[d]``: row ``r`` of ``pool`` (or'ed with ``own`` when
+    ``with_own``), and'ed with ``suffix[d + 1]`` unless ``first``."""
+    if first and with_own:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            suffix[d, w] = pool[r, w] | own[w]
+    elif first:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            suffix[d, w] = pool[r, w]
+    elif with_own:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            suffix[d, w] = suffix[d + 1, w] & (pool[r, w] | own[w])
+    else:
+        for x in range(hi - lo):
+            w = uint64(lo + x)
+            suffix[d, w] = suffix[d + 1, w] & pool[r, w]
 
 
 @njit(cache=True, nogil=True)
@@ -269,7 +301,9 @@ def _upper(kept, tail, chunks, nchunks, folded, kept_chunks, ctail):
     nwords = len(tail)
     size = 0
     for a in range(nchunks):
-        for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
+        lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
+        for x in range(hi - lo):
+            w = uint64(lo + x)
             size += popcount(kept[w] & tail[w])
     for c in range(len(ctail)):
         if not folded[c]:
@@ -421,12 +455,14 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 
 
 @njit(cache=True, nogil=True)
-def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
+def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
     its own, is free throughout. Only the chunks with a core free in the first slice are read
-    (its chunk counts); the words of the cores free there are intersected slice by slice, each
-    dropped once empty, until none is left (usually within a few slices)."""
+    (its chunk counts), and of them only those set in ``allowed`` (a bit per chunk: the others
+    are known to hold no such core, see ``scan``); the words of the cores free there are
+    intersected slice by slice, each dropped once empty, until none is left (usually within a
+    few slices)."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
@@ -435,11 +471,11 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     smear = own[top]  # every bit up to own's highest one in its word
     for shift in (1, 2, 4, 8, 16, 32):
         smear |= smear >> np.uint64(shift)
-    active = np.empty(top + 1, dtype=np.int64)
+    active = np.empty(top + 1, dtype=np.uint64)  # unsigned word indices: no wraparound
     live = 0
     row, chunks = pool[rows[first]], cpool[rows[first]]
     for c in range(top // CHUNK + 1):
-        if chunks[c] == 0:
+        if chunks[c] == 0 or not (allowed[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
             continue
         for w in range(c * CHUNK, min((c + 1) * CHUNK, top + 1)):
             below = ~own[w] if w < top else (smear >> np.uint64(1)) & ~own[w]
@@ -451,11 +487,11 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
     for k in range(first + 1, stop):
         if live == 0:
             return True
-        row = pool[rows[k]]
+        r = rows[k]  # indexed in place: a view per slice costs two atomic reference counts
         kept = 0
         for a in range(live):
             w = active[a]
-            v = tail[w] & row[w]
+            v = tail[w] & pool[r, w]
             tail[w] = v
             if v:
                 active[kept] = w
@@ -479,17 +515,19 @@ def reinsertion(times, counts, rows, pool, cpool, origin, n, duration, start, re
                    most0, limit)
     if i >= 0:
         return 1, i, most
-    return lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch), -1, most
+    every_chunk = np.full((len(scratch[4]) + 63) // 64, _ALL)
+    return lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch, every_chunk), -1, most
 
 
 @njit(cache=True, nogil=True)
-def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch):
+def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size, scratch, allowed):
     """2 when a reservation ``[start, reserved_end)`` on the cores ``own`` that cannot start earlier
-    would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0."""
+    would be given other (lower-numbered) cores (in ``scratch``'s ``out``), else 0; ``allowed``: the
+    chunks (a bit each) that can hold a lower core free throughout it (``_keeps_its_cores``)."""
     tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
     stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
-    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail):
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
         return 0
     nwords = len(tail)
     for w in range(nwords):
@@ -609,7 +647,8 @@ def retreat_no_fit(nofit, kept, a):
 
 @njit(cache=True, nogil=True)
 def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow, owned, owned_cc, scratch,
-         log_a, log_b, log_n, log_pre, log_ext, log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept):
+         log_a, log_b, log_n, log_pre, log_ext, log_chunks, log_base, log_count, checked, bound, row_t, row_m, row_k,
+         nofit, kept):
     """The conservative pass's candidates from ``q`` on (cores ``cn``, spans, reservations
     ``[cstart, cend)`` on the cores ``owned[crow]``, their chunk counts ``owned_cc[crow]``; NaN: none): each future reservation that
     ``reinsertion`` leaves as it is is passed over. Returns ``(q, code, i, most, earliest)`` at the
@@ -627,13 +666,18 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     near the present, where most cores are freed, are usually far fuller than the best one). While
     that bound plus the cores freed since in intervals the window meets (``_window_bounds``) stays
     below its size for every window, no earlier window can fit: only lower cores are looked for,
-    and only if cores were freed during the reservation; else it is searched anew (``reinsertion``)
-    over the starts where it reaches the size, which also renews the bound. A search also
+    and only if cores were freed during the reservation; else it is searched anew (``find``)
+    over the starts where it reaches the size, which also renews the bound, and when it fits no
+    earlier, its lower cores are looked for on the same condition (``reinsertion`` looks always).
+    They are looked for only in the chunks those frees touched (``log_chunks``, a bit per chunk
+    per entry): a lower core free throughout the reservation now was not at its last check (it
+    then had the lowest cores), so an entry since that meets it freed that core. A search also
     starts after the starts that the pass's earlier answers rule out (``nofit``, ``kept[0]``
     bounds, as the counting model's ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
     points, weights = np.empty(2 * len(log_a) + 2 * STEPS), np.empty(2 * len(log_a) + 2 * STEPS, dtype=np.int64)
     steps_t, steps_m, nsteps = scratch[6], scratch[7], scratch[8]
+    allowed = np.empty(log_chunks.shape[1], dtype=np.uint64)  # the chunks where a lower core can be free
     while q < len(cn):
         start, end, row, n = cstart[q], cend[q], crow[q], cn[q]
         if not (start > now and end == start + cspan[q]):
@@ -642,15 +686,20 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
         code, i, most = 0, -1, bound[row]
         if since < log_count:
             lowest, below, highest, above, during = -np.inf, 0, np.inf, 0, False
+            allowed[:] = _ALL
             if since >= log_base:
                 most, lowest, below, highest, above = _window_bounds(
                     log_a, log_b, log_n, log_pre, log_ext, since - log_base, log_count - log_base, now, start, cspan[q], n,
                     row_t[row], row_m[row], row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
+                allowed[:] = 0
                 for e in range(since - log_base, log_count - log_base):
-                    during = during or (log_a[e] < end and log_b[e] > start)
+                    if log_a[e] < end and log_b[e] > start:
+                        during = True
+                        for x in range(len(allowed)):
+                            allowed[x] |= log_chunks[e, x]
             if since >= log_base and most < n:
                 if during:
-                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch)
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch, allowed)
             else:
                 # the first start that the frees can have made fit, and the pass's "no fit before" bounds
                 x, cores = _no_fit_before(nofit, kept[0], n, cspan[q], start)
@@ -658,8 +707,12 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                 from_freed = 0 if lowest <= origin else np.searchsorted(times, lowest)
                 most0 = max(cores - 1 if first > 0 else 0, below if from_freed > 0 else 0)
                 scratch[5][:] = owned_cc[row]
-                code, i, most = reinsertion(times, counts, rows, pool, cpool, origin, n, cspan[q], start, end,
-                                            owned[row], scratch, max(first, from_freed), most0, highest, n)
+                i, most = find(times, counts, rows, pool, cpool, origin, n, cspan[q], np.searchsorted(times, start),
+                               owned[row], n, scratch, max(first, from_freed), most0, highest)
+                if i >= 0:
+                    code = 1
+                elif during or since < log_base:  # as ``reinsertion``; with no free during it, it keeps its cores
+                    code = lower_cores(times, rows, pool, cpool, n, start, end, owned[row], n, scratch, allowed)
                 if code != 1 and highest < start:  # the windows from ``highest`` on, left out of the search
                     most = _raise(most, above, highest, steps_t, steps_m, nsteps)
         else:
@@ -700,7 +753,8 @@ def _split_at(times, counts, rows, pool, cpool, spare, nspare, t):
 
 @njit(cache=True, nogil=True)
 def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start, old_end, new_start, new_end,
-         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, e, nofit, kept):
+         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, log_chunks, e, nofit,
+         kept):
     """A future reservation (cores ``owned[row]`` from ``old_start`` to ``old_end``) moves to
     ``new_words`` from ``new_start`` (or now) to ``new_end``: ``ArrayCoreProfile.remove`` then
     ``place``, step for step in one call (slices split, the freed interval logged at entry ``e``,
@@ -718,6 +772,7 @@ def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start
     for w in range(len(old_words)):
         freed += popcount(old_words[w])
     log_n[e] = freed
+    chunk_mask(old_words, log_chunks[e])
     log_pre[e], log_ext[e] = free_around(times, pool, rows, i, j, old_words)
     if kept[0]:
         retreat_no_fit(nofit, kept[0], log_a[e])
