@@ -181,3 +181,21 @@ def test_an_import_cut_short_by_a_signal_is_that_interrupt(tmp_path, monkeypatch
     assert code == 130
     err = capsys.readouterr().err
     assert err.strip() == "batsched-ml: interrupted: nothing new was scored; run the same command again to resume"
+
+
+def test_ctrl_c_while_the_campaign_report_is_written_says_the_tasks_are_stored(tmp_path, monkeypatch, capsys):
+    """Every task done (two seeds of one config), the report half written: the line says the results are stored, and that the
+    same command finishes the report (a fast machine is there about 4 s into the sample campaign)."""
+    from batsched_ml.campaign import report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "write_report", interrupted)
+    out = tmp_path / "out"
+    code = cli.main(["campaign", "run", str(SAMPLE), "-o", str(out), "--workers", "0", "--trace", "KTH-1k",
+                     "--config", "easy-fcfs", "--quiet"])
+    assert code == 130
+    line = _the_line(capsys.readouterr().err, "interrupted: ")
+    assert f"2 of 2 tasks stored in {out / 'results.csv'}, the report unfinished" in line
+    assert (out / "results.csv").exists()

@@ -15,7 +15,7 @@ def cmd_run(args) -> int:
 
 
 def _run(args) -> int:
-    from ..interrupts import note_kept
+    from ..interrupts import keeping, note_kept
     from .run import run_campaign
     from .spec import load_campaign
 
@@ -40,7 +40,9 @@ def _run(args) -> int:
     if not args.no_report and outcome.rows:
         from .report import write_report
 
-        report = write_report(results_dir, results_dir / "report", log=log)
+        with keeping(f"{outcome.stored} of {outcome.tasks} tasks stored in {results_dir / 'results.csv'}, "
+                     "the report unfinished; run the same command again to resume"):
+            report = write_report(results_dir, results_dir / "report", log=log)
         log(f"report: {report}")
     if outcome.failed:
         log(f"{len(outcome.failed)} task(s) failed or timed out:")
