@@ -363,6 +363,13 @@ def decide(q, idx, cols, runmax0, done, tau, is_open, out):
 
 
 @_kernel
+def narrowed_width(width, lo, his, columns):
+    """The counts a walk for the ``columns`` smallest sizes needs: up to the widest of their
+    windows (at least ``lo``), never more than it had (``width``)."""
+    return min(width, max(his[columns - 1] + 1 if columns else 0, lo + 1))
+
+
+@_kernel
 def prepare(times, jobs, cum, cores, missing, sizes):
     """``ReleaseOutlook``'s set-up in one call (a few dozen numpy calls per batch otherwise): the
     distinct event times and each event's group, the unit (gcd of the running jobs' cores) and
@@ -425,8 +432,7 @@ def settle(q, idx, cols, tau, min_chunk, m, lo, his, width, columns, done, exact
             for k in range(wanted, columns):
                 exact[k] = done
             columns = wanted
-        narrowed = max(his[columns - 1] + 1 if columns else 0, lo + 1)
-        width = min(width, narrowed)
+        width = narrowed_width(width, lo, his, columns)
         _walk(m, lo, his, columns, width, stop, size, start, f_units, f_probs, added, reach, buf, offset, top,
               stack, best, scratch, runmax0)
         done = stop
@@ -448,8 +454,7 @@ class ReleaseWalk:
     def advance(self, stop: int, columns: int) -> None:
         """Up to event time ``stop``, for the ``columns`` smallest sizes (the counts above
         theirs are not computed from now on)."""
-        width = max(int(self.his[columns - 1]) + 1 if columns else 0, self.lo + 1)
-        self.width = min(self.width, width)
+        self.width = int(narrowed_width(self.width, self.lo, self.his, columns))
         _walk(self.m, self.lo, self.his, columns, self.width, stop, *self.tree, *self.walk, self.runmax0)
 
     def settle(self, q, idx, cols, tau: float, min_chunk: int, columns: int, done: int, exact, out):
