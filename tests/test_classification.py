@@ -276,6 +276,51 @@ def test_compiled_forest_matches_sklearn():
     assert 0.3 < fast.mean() < 0.7
 
 
+def test_compiled_boosting_matches_sklearn_bit_for_bit():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(2000, 8))
+    X[rng.random(X.shape) < 0.05] = np.nan  # missing values take the side the training sent them to
+    y = (np.nan_to_num(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.7 * rng.normal(size=2000) > 0.4).astype(int)
+    T = rng.normal(size=(600, 8))
+    T[rng.random(T.shape) < 0.05] = np.nan
+    for t in (0.5, 0.35, 0.7):
+        c = GradientBoostingJobClassifier(max_iter=40, small_threshold=t).fit(X, y)
+        assert c.compiled_ is not None
+        # half the cells exactly on a split threshold of their feature: the comparison's edge
+        splits = [(f, v) for tree in c.compiled_.trees for f, v, leaf in zip(tree[2], tree[3], tree[5]) if not leaf]
+        for row in T[:300]:
+            for f, v in (splits[k] for k in rng.integers(len(splits), size=4)):
+                row[f] = v
+        proba = c.predict_proba(T)
+        answers = [c.classify_with_probability(None, list(row), 1.0) for row in T]
+        assert [p for _, p in answers] == proba[:, 1].tolist()  # the same floats, not close ones
+        assert [int(small) for small, _ in answers] == c.predict(T).tolist()
+        assert [c.classify(None, list(row), 1.0) for row in T[:50]] == [small for small, _ in answers[:50]]
+        assert 0.2 < np.mean([small for small, _ in answers]) < 0.8
+
+
+def test_boosting_without_its_compiled_trees_asks_sklearn():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(800, 4))
+    y = (X[:, 0] > 0).astype(int)
+    c = GradientBoostingJobClassifier(max_iter=20, small_threshold=0.4).fit(X, y)
+    fast = [c.classify_with_probability(None, list(row), 1.0) for row in X[:100]]
+    c.compiled_ = None  # what a scikit-learn whose fitted trees are laid out otherwise leaves
+    assert [c.classify_with_probability(None, list(row), 1.0) for row in X[:100]] == fast
+    assert [c.small_probability(None, list(row), 1.0) for row in X[:100]] == [p for _, p in fast]
+
+
+def test_gradient_boosting_classes_do_not_depend_on_the_seed():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(1500, 6))
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(int)
+    a = GradientBoostingJobClassifier(random_state=0).fit(X, y).predict_proba(X)
+    b = GradientBoostingJobClassifier(random_state=12345).fit(X, y).predict_proba(X)
+    assert np.array_equal(a, b)
+    forest = [RandomForestJobClassifier(random_state=s).fit(X, y).predict_proba(X) for s in (0, 12345)]
+    assert not np.array_equal(*forest)  # the forest's do: what this test tells apart
+
+
 def _mixed_region_data(seed=0):
     """x = 0: all large, x = 2: all small, x = 1: 40% small (P(small) ~ 0.4 there); a constant column."""
     rng = np.random.default_rng(seed)
