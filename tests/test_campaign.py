@@ -22,6 +22,7 @@ from batsched_ml.campaign.results import COLUMNS, read_results  # noqa: E402
 from batsched_ml.campaign.run import estimated_cost, run_campaign  # noqa: E402
 from batsched_ml.campaign.spec import CampaignError, config_keys, load_campaign  # noqa: E402
 from batsched_ml.cli import build_parser, main  # noqa: E402
+from batsched_ml.workloads.jitter import JitterSpec, jitter_copies  # noqa: E402
 from batsched_ml.workloads.windows import WindowSpec, split_windows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -288,6 +289,52 @@ def test_split_windows_are_disjoint_rebased_and_spread():
     assert [s for s, _ in split_windows(workload, WindowSpec(days=2, count=2, select="first"))] == [0.0, 2 * 86400.0]
     with pytest.raises(ValueError, match="holds 4 whole windows"):
         split_windows(workload, WindowSpec(days=2, count=5))
+
+
+def test_jitter_copies_move_each_submission_later_by_less_than_the_given_seconds():
+    workload = json.loads(WORKLOAD.read_text())
+    first = {j["id"]: j for j in workload["jobs"]}
+    copies = jitter_copies(workload, JitterSpec(copies=3, seconds=0.5, seed=4))
+    for k, (start, copy) in enumerate(copies):
+        assert start == 0.0 and copy["jitter"] == {"copy": k, "seconds": 0.5, "seed": 4}
+        assert sorted(j["id"] for j in copy["jobs"]) == sorted(first)
+        shifts = [j["subtime"] - first[j["id"]]["subtime"] for j in copy["jobs"]]
+        assert all(0 <= d < 0.5 + 1e-6 for d in shifts) and max(shifts) > 0.4
+        assert [j["subtime"] for j in copy["jobs"]] == sorted(j["subtime"] for j in copy["jobs"])
+        assert all(dict(j, subtime=0) == dict(first[j["id"]], subtime=0) for j in copy["jobs"])
+        assert copy["profiles"] == workload["profiles"] and copy["swf"] == workload["swf"]
+    assert copies[0][1]["jobs"] != copies[1][1]["jobs"]
+    # copy k is the same whatever the number of copies, and a new seed draws new copies
+    assert jitter_copies(workload, JitterSpec(copies=1, seconds=0.5, seed=4))[0][1] == copies[0][1]
+    assert jitter_copies(workload, JitterSpec(copies=1, seconds=0.5, seed=5))[0][1]["jobs"] != copies[0][1]["jobs"]
+    for bad, message in (({"copies": 0}, "copies must be an integer >= 1"),
+                         ({"copies": 2, "seconds": 0}, "seconds must be a number > 0"),
+                         ({"copies": 2, "seed": -1}, "seed must be an integer >= 0")):
+        with pytest.raises(ValueError, match=message):
+            JitterSpec(**bad)
+
+
+def test_jitter_copies_run_as_the_traces_windows_with_intervals(tmp_path):
+    pytest.importorskip("matplotlib")
+    text = HEAD + 'jitter = { copies = 3, seconds = 1.0 }\n' + CONFIGS.split("[configs.conservative]")[0]
+    out = tmp_path / "out"
+    outcome = run(write(tmp_path, text), out, workers=0)
+    rows = read_results(out)
+    assert outcome.computed == 6
+    assert sorted((r["config"], r["window"], r["window_start"]) for r in rows) == \
+        [(c, w, 0.0) for c in ("easy", "spf") for w in (0, 1, 2)]
+    assert len({r["mean_wait"] for r in rows if r["config"] == "easy"}) == 3  # three different traces
+    inputs = next((out / "inputs").glob("KTH1k-*"))
+    assert sorted(p.name for p in inputs.glob("jitter*.json")) == ["jitter000.json", "jitter001.json", "jitter002.json"]
+    assert main(["campaign", "report", str(out), "-o", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    row = next(line for line in md.split("### Intervals")[1].splitlines() if line.startswith("| spf |"))
+    assert row.startswith("| spf | 3 |")  # the interval over the three copies, paired copy by copy
+    for extra, message in (("windows = { days = 3 }\n", "give windows or jitter, not both"),
+                           ("", "jitter: copies is required")):
+        bad = HEAD + extra + ("jitter = { copies = 2 }\n" if extra else "jitter = { seconds = 2 }\n") + CONFIGS
+        with pytest.raises(CampaignError, match=message):
+            load_campaign(write(tmp_path, bad, "bad.toml"))
 
 
 def test_windows_seeds_and_report_with_paper_numbers(tmp_path):

@@ -68,7 +68,8 @@ def cmd_check(args) -> int:
     if args.trace:
         c = c.subset(traces=args.trace)
     c.require_inputs()
-    windows = {n: (t.windows.count or "all") if t.windows else 1 for n, t in c.traces.items()}
+    windows = {n: (t.windows.count or "all") if t.windows else t.jitter.copies if t.jitter else 1
+               for n, t in c.traces.items()}
     print(f"campaign {c.name}: {len(c.traces)} trace(s) {windows}, {len(c.configs)} config(s), "
           f"seeds {c.seeds}, baseline {c.baseline}")
     for config in c.configs.values():

@@ -1,8 +1,8 @@
 """Turn each trace of a campaign into the files its tasks simulate: a Batsim workload (one
-per window) and a SimGrid platform, under ``RESULTS_DIR/inputs/``.
+per window or jitter copy) and a SimGrid platform, under ``RESULTS_DIR/inputs/``.
 
 Conversion is cached by a digest of the source (file content or generator parameters) and
-of how it is cut (max_jobs, nodes, windows), so a re-run reuses the files; the tasks' cache
+of how it is cut (max_jobs, nodes, windows, jitter), so a re-run reuses the files; the tasks' cache
 keys then hash the files themselves.
 """
 
@@ -48,7 +48,8 @@ def _source_digest(spec: TraceSpec) -> str:
     from .. import __version__
 
     parts = {"format": FORMAT, "version": __version__, "source": spec.source, "max_jobs": spec.max_jobs,
-             "nodes": spec.nodes, "windows": None if spec.windows is None else vars(spec.windows)}
+             "nodes": spec.nodes, "windows": None if spec.windows is None else vars(spec.windows),
+             "jitter": None if spec.jitter is None else vars(spec.jitter)}
     if spec.source == "generate":
         parts["generate"] = spec.generate
     else:
@@ -89,6 +90,7 @@ def prepare_trace(spec: TraceSpec, inputs_dir) -> list[TraceInput]:
     """Write (or reuse) the workload file(s) and platform of ``spec``; one :class:`TraceInput`
     per window (a single one, window 0, without windows)."""
     from ..workloads import write_platform, write_workload
+    from ..workloads.jitter import jitter_copies
     from ..workloads.windows import split_windows
 
     folder = Path(inputs_dir) / f"{spec.name}-{_source_digest(spec)[:16]}"
@@ -102,10 +104,15 @@ def prepare_trace(spec: TraceSpec, inputs_dir) -> list[TraceInput]:
         if platform is None:
             platform = folder / "platform.xml"
             write_platform(int(workload["nb_res"]), platform)
-        parts = [(0.0, workload)] if spec.windows is None else split_windows(workload, spec.windows)
+        if spec.jitter is not None:
+            parts, name = jitter_copies(workload, spec.jitter), "jitter{:03d}.json"
+        elif spec.windows is not None:
+            parts, name = split_windows(workload, spec.windows), "window{:03d}.json"
+        else:
+            parts, name = [(0.0, workload)], "workload.json"
         entries = []
         for k, (start, part) in enumerate(parts):
-            path = folder / ("workload.json" if spec.windows is None else f"window{k:03d}.json")
+            path = folder / name.format(k)
             write_workload(part, path)
             entries.append({"window": k, "window_start": start, "workload": path.name,
                             "platform": platform.name if platform.parent == folder else str(platform.resolve()),

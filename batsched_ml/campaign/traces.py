@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..workloads.jitter import JitterSpec
 from ..workloads.windows import WindowSpec
 from .expand import CampaignError, DeclaredPath, as_table, check_keys
 
@@ -22,9 +23,10 @@ __all__ = ["GENERATORS", "TRACES_ENV", "TraceSpec", "parse_generate", "trace_spe
 
 TRACES_ENV = "BATSCHED_ML_TRACES"  # the traces directory when --traces-dir is not given
 PWA = "https://www.cs.huji.ac.il/labs/parallel/workload/"
-TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows")
+TRACE_KEYS = ("swf", "workload", "platform", "generate", "max_jobs", "nodes", "windows", "jitter")
 TRACE_SOURCES = ("swf", "workload", "generate")
 WINDOW_KEYS = ("days", "count", "select", "start_days")
+JITTER_KEYS = ("copies", "seconds", "seed")
 GENERATORS = {"lublin": ("batsched_ml.workloads.lublin", "generate_lublin")}
 
 
@@ -51,6 +53,7 @@ class TraceSpec:
     max_jobs: int | None = None
     nodes: int | None = None
     windows: WindowSpec | None = None
+    jitter: JitterSpec | None = None  # jittered copies, simulated as the trace's windows
     missing: str | None = None   # why a file of the trace cannot be found (None: it is there)
 
 
@@ -150,6 +153,17 @@ def trace_spec(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
             raise CampaignError(f"{where} windows: days is required")
         try:
             kwargs["windows"] = WindowSpec(**w)
+        except (TypeError, ValueError) as exc:
+            raise CampaignError(f"{where} {exc}") from None
+    if "jitter" in table:
+        if "windows" in table:
+            raise CampaignError(f"{where}: give windows or jitter, not both (jitter copies are the trace's windows)")
+        j = as_table(table["jitter"], f"{where} jitter")
+        check_keys(j, JITTER_KEYS, f"{where} jitter")
+        if "copies" not in j:
+            raise CampaignError(f"{where} jitter: copies is required")
+        try:
+            kwargs["jitter"] = JitterSpec(**j)
         except (TypeError, ValueError) as exc:
             raise CampaignError(f"{where} {exc}") from None
     return TraceSpec(**kwargs)
