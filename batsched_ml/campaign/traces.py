@@ -117,6 +117,18 @@ def parse_generate(value, where: str) -> dict:
     return params
 
 
+def _sub_table(value, where: str, keys: tuple, required: str, make):
+    """A trace's ``windows`` / ``jitter`` table, checked and turned into its spec (``make``)."""
+    table = as_table(value, where)
+    check_keys(table, keys, where)
+    if required not in table:
+        raise CampaignError(f"{where}: {required} is required")
+    try:
+        return make(**table)
+    except (TypeError, ValueError) as exc:
+        raise CampaignError(f"{where.rsplit(' ', 1)[0]} {exc}") from None
+
+
 def trace_spec(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
     """A ``[traces.NAME]`` table, checked, with its files located (see the module docstring)."""
     where = f"[traces.{name}]"
@@ -146,24 +158,10 @@ def trace_spec(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
         if source != "swf":
             raise CampaignError(f"{where}: nodes applies to swf traces")
         kwargs["nodes"] = _positive_int(table["nodes"], f"{where} nodes")
+    if "windows" in table and "jitter" in table:
+        raise CampaignError(f"{where}: give windows or jitter, not both (jitter copies are the trace's windows)")
     if "windows" in table:
-        w = as_table(table["windows"], f"{where} windows")
-        check_keys(w, WINDOW_KEYS, f"{where} windows")
-        if "days" not in w:
-            raise CampaignError(f"{where} windows: days is required")
-        try:
-            kwargs["windows"] = WindowSpec(**w)
-        except (TypeError, ValueError) as exc:
-            raise CampaignError(f"{where} {exc}") from None
+        kwargs["windows"] = _sub_table(table["windows"], f"{where} windows", WINDOW_KEYS, "days", WindowSpec)
     if "jitter" in table:
-        if "windows" in table:
-            raise CampaignError(f"{where}: give windows or jitter, not both (jitter copies are the trace's windows)")
-        j = as_table(table["jitter"], f"{where} jitter")
-        check_keys(j, JITTER_KEYS, f"{where} jitter")
-        if "copies" not in j:
-            raise CampaignError(f"{where} jitter: copies is required")
-        try:
-            kwargs["jitter"] = JitterSpec(**j)
-        except (TypeError, ValueError) as exc:
-            raise CampaignError(f"{where} {exc}") from None
+        kwargs["jitter"] = _sub_table(table["jitter"], f"{where} jitter", JITTER_KEYS, "copies", JitterSpec)
     return TraceSpec(**kwargs)
