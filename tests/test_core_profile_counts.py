@@ -121,10 +121,11 @@ def _scanned_pass(fast: ArrayCoreProfile, plain: CoreProfile, jobs: dict) -> Non
             return
         assert code in (1, 2)
         a, b, duration = jobs[pending[stop]]
-        assert moved == plain.reinsertion(b, duration)
-        start, used = moved
-        for profile, job in ((fast, a), (plain, b)):
-            profile.move(job, start, start + duration, used)  # compiled in ``ArrayCoreProfile``
+        start, words = moved  # the cores as words (``WordsPlacement``'s)
+        used = int.from_bytes(words.tobytes(), "little")
+        assert (start, used) == plain.reinsertion(b, duration)
+        fast.move(a, start, start + duration, words)  # compiled in ``ArrayCoreProfile``
+        plain.move(b, start, start + duration, used)
         fast.confirm(a, most)
         q = stop + 1
 
@@ -299,6 +300,62 @@ def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
         assert (pre, ext) == (expected_pre, expected_ext)
 
 
+def test_no_fit_bounds_keep_the_latest_in_order():
+    """``core_kernels.note_no_fit`` (a pass's "no window of n cores for d s before x" bounds, which
+    ``scan``'s searches start after): once full, each new bound drops the oldest, and every column
+    (cores, seconds, x) shifts with it."""
+    kept_at_most = 16
+    nofit, kept = np.zeros((3, kept_at_most)), 0
+    for b in range(40):
+        kept = core_kernels.note_no_fit(nofit, kept, 100 + b, 10.0 + b, 1000.0 + b)
+        latest = range(max(0, b + 1 - kept_at_most), b + 1)
+        assert kept == len(latest)
+        assert nofit[:, :kept].tolist() == [[100 + a for a in latest], [10.0 + a for a in latest],
+                                            [1000.0 + a for a in latest]]
+
+
+def test_a_moved_reservation_makes_its_cores_int_only_when_read(monkeypatch):
+    """``ArrayCoreProfile.move`` with words keeps them (``WordsPlacement``): no int mask is made by
+    the move nor by the reservation's removal (its words are given back), one when ``used`` is
+    read, and it is the words' mask; the slices are those of a twin moved with the int."""
+    made = []
+    mask_of = ArrayCoreProfile._mask
+    monkeypatch.setattr(ArrayCoreProfile, "_mask", staticmethod(lambda words: made.append(1) or mask_of(words)))
+    cores = 3000
+    fast, twin = ArrayCoreProfile(cores, 0.0), ArrayCoreProfile(cores, 0.0)
+    for profile in (fast, twin):
+        profile.place(_Job(0, 2000), 0.0, 10.0, (1 << 2000) - 1)  # running until 10
+        profile.place(_Job(1, 100), 20.0, 30.0, ((1 << 100) - 1) << 2500)
+    used = ((1 << 100) - 1) << 2100  # free from 0 on: the reservation moves to 5 on other cores
+    words = np.frombuffer(used.to_bytes(8 * ((cores + 63) // 64), "little"), dtype=np.uint64)
+    moved = fast.move(_first_job(fast, 1), 5.0, 15.0, words)
+    twin.move(_first_job(twin, 1), 5.0, 15.0, used)
+    assert made == []
+    assert fast.masks() == twin.masks()  # (``masks`` makes ints of the slices' words)
+    made.clear()
+    assert moved.used == used and moved.used == used and len(made) == 1  # made once, then kept
+    fast.move(_first_job(fast, 1), 6.0, 16.0, words)
+    twin.move(_first_job(twin, 1), 6.0, 16.0, used)
+    made.clear()
+    fast.remove(_first_job(fast, 1))
+    twin.remove(_first_job(twin, 1))
+    assert made == []
+    assert fast.masks() == twin.masks() and fast.counts.tolist() == twin.counts.tolist()
+
+
+def _first_job(profile, seq: int):
+    """The placed job of ``profile`` with this ``seq``."""
+    return next(job for job in profile.placed if job.seq == seq)
+
+
+def _with_int_cores(found: tuple) -> tuple:
+    """``ArrayCoreProfile.scan``'s answer with the cores of ``moved`` as an int mask."""
+    q, code, moved, most, earliest = found
+    if moved is not None:
+        moved = moved[0], int.from_bytes(moved[1].tobytes(), "little")
+    return q, code, moved, most, earliest
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_compiled_move_is_remove_then_place(seed):
     """``ArrayCoreProfile.move`` (one compiled call) against ``remove`` then ``place`` on a twin
@@ -333,14 +390,14 @@ def test_compiled_move_is_remove_then_place(seed):
             q = 0
             while q < len(pending):
                 found = fast.scan(q, fast.origin, arrays[0])
-                assert found == twin.scan(q, twin.origin, arrays[1])
+                assert _with_int_cores(found) == _with_int_cores(twin.scan(q, twin.origin, arrays[1]))
                 q, code, moved, most, _ = found
                 if q == len(pending):
                     break
                 a, b, duration = jobs[pending[q]]
-                start, used = moved
-                fast.move(a, start, start + duration, used)
-                CoreProfile.move(twin, b, start, start + duration, used)
+                start, words = moved
+                fast.move(a, start, start + duration, words)
+                CoreProfile.move(twin, b, start, start + duration, int.from_bytes(words.tobytes(), "little"))
                 moves += 1
                 fast.confirm(a, most)
                 twin.confirm(b, most)

@@ -199,7 +199,7 @@ class ConservativeBackfilling(ProfileScheduler):
         now, profile = ctx.now, self.profile
         self.refresh_profile(now)
         candidates = self.pass_candidates(now)
-        spans = [self.span(job) for job in candidates]
+        spans = self.spans(candidates)
         arrays = profile.candidates(candidates, spans)
         q = 0
         while q < len(candidates):
@@ -207,7 +207,7 @@ class ConservativeBackfilling(ProfileScheduler):
             self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``
             if q == len(candidates):
                 break
-            job, span = candidates[q], spans[q]
+            job, span = candidates[q], float(spans[q])
             reserved = profile.placed.get(job)
             if moved is not None:
                 start, used = moved
