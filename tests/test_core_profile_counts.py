@@ -300,6 +300,79 @@ def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
         assert (pre, ext) == (expected_pre, expected_ext)
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_moves_inside_scan_are_those_of_scan_then_move(seed):
+    """``ArrayCoreProfile.scan_moving`` (the moves to a future start made in the compiled call)
+    against ``scan`` then ``move`` then ``confirm`` on a twin, pass after pass: the same answers
+    where it stops, the same placements (in the same order), slices and counts after every pass,
+    and so the same later passes (which read the bounds and log that the moves wrote)."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 600, 3000])
+    now = 0.0
+    fast, twin = ArrayCoreProfile(cores, now), ArrayCoreProfile(cores, now)
+    jobs: dict = {}  # seq -> (fast job, twin job, duration)
+    inside = 0
+    for step in range(300):
+        action = rng.random()
+        if action < 0.45 or not jobs:
+            res = max(1, min(cores, int(cores ** rng.random())))
+            duration = rng.choice([1.0, 2.5, 5.0, 0.5 * rng.randint(1, 80)])
+            a, b = _Job(step, res), _Job(step, res)
+            if fast.add_first_fit(a, duration) is not None:
+                twin.add_first_fit(b, duration)
+                jobs[step] = (a, b, duration)
+                fast.confirm(a)
+                twin.confirm(b)
+        elif action < 0.55:
+            a, b, _ = jobs.pop(rng.choice(sorted(jobs)))
+            fast.remove(a)
+            twin.remove(b)
+        elif action < 0.9:
+            pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
+            spans = [jobs[seq][2] for seq in pending]
+            fast_jobs, twin_jobs = [jobs[seq][0] for seq in pending], [jobs[seq][1] for seq in pending]
+            arrays = fast.candidates(fast_jobs, spans), twin.candidates(twin_jobs, spans)
+            q = r = 0
+            while q < len(pending):
+                q, code, moved, most, _, placements = fast.scan_moving(q, fast.origin, fast_jobs, spans, arrays[0])
+                inside += len(placements)
+                while True:  # the twin moves one at a time up to where ``scan_moving`` stopped
+                    r, twin_code, twin_moved, twin_most, _ = twin.scan(r, twin.origin, arrays[1])
+                    if r >= q:
+                        break
+                    start, words = twin_moved
+                    twin.move(twin_jobs[r], start, start + spans[r], words)
+                    twin.confirm(twin_jobs[r], twin_most)
+                    r += 1
+                assert r == q
+                if q == len(pending):
+                    break
+                assert (code, most) == (twin_code, twin_most) and _with_int_cores((0, 0, moved, 0, 0)) == \
+                    _with_int_cores((0, 0, twin_moved, 0, 0))
+                start, words = moved
+                for profile, job, m in ((fast, fast_jobs[q], most), (twin, twin_jobs[q], twin_most)):
+                    profile.move(job, start, start + spans[q], words)
+                    profile.confirm(job, m)
+                q = r = q + 1
+        else:
+            now = _time_passes(rng, now, jobs, fast, twin)
+        assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
+        assert fast.counts.tolist() == twin.counts.tolist()
+        assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
+            [(p.start, p.end, p.used, p.started_now) for p in twin.placed.values()]
+        assert [job.seq for job in fast.placed] == [job.seq for job in twin.placed]
+        assert _scan_bookkeeping(fast) == _scan_bookkeeping(twin)
+    assert inside > 0
+
+
+def _scan_bookkeeping(profile: ArrayCoreProfile) -> tuple:
+    """What ``scan`` reads of each placement, by job seq (white box: when it was last found at
+    its first fit, its bound and the bound's steps), and the log's length."""
+    rows = profile._owned_rows
+    return {job.seq: (int(profile._checked[r]), int(profile._bound[r]), profile._steps_t[r, :profile._nsteps[r]].tolist(),
+                      profile._steps_m[r, :profile._nsteps[r]].tolist()) for job, r in rows.items()}, profile._log_count
+
+
 def test_no_fit_bounds_keep_the_latest_in_order():
     """``core_kernels.note_no_fit`` (a pass's "no window of n cores for d s before x" bounds, which
     ``scan``'s searches start after): once full, each new bound drops the oldest, and every column

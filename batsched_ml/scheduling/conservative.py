@@ -193,9 +193,10 @@ class ConservativeBackfilling(ProfileScheduler):
 
     def _scanned_pass(self, ctx: Context) -> None:
         """The pass above in batsched's model, with ``ArrayCoreProfile``: one compiled call
-        (``scan``) passes over the reservations that stay as they are (most of a long queue)
-        and stops at each candidate that moves or has no future reservation, which is placed
-        here as above and ``confirm``-ed as its first fit (what lets ``scan`` skip it later)."""
+        (``scan_moving``) passes over the reservations that stay as they are (most of a long queue)
+        and moves those that fit earlier in the future (as ``move`` and ``confirm`` below); it stops
+        at each candidate that starts now or has no future reservation, which is placed here as
+        above and ``confirm``-ed as its first fit (what lets ``scan`` skip it later)."""
         now, profile = ctx.now, self.profile
         self.refresh_profile(now)
         candidates = self.pass_candidates(now)
@@ -203,8 +204,8 @@ class ConservativeBackfilling(ProfileScheduler):
         arrays = profile.candidates(candidates, spans)
         q = 0
         while q < len(candidates):
-            q, code, moved, most, earliest = profile.scan(q, now, arrays)
-            self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``
+            q, code, moved, most, earliest, _ = profile.scan_moving(q, now, candidates, spans, arrays)
+            self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``, moves included
             if q == len(candidates):
                 break
             job, span = candidates[q], float(spans[q])

@@ -52,7 +52,7 @@ def _inserted(array: np.ndarray, i: int, value) -> np.ndarray:
 
 _ARRAYS = ("_k", "_nwords", "pool", "cpool", "rows", "_spare", "_nspare", "_scratch", "_owned", "_owned_spare",
            "_owned_rows", "_recent", "_owned_cc", "_checked", "_bound", "_steps_t", "_steps_m", "_nsteps", "_log_a", "_log_b", "_log_n", "_log_pre", "_log_ext", "_log_chunks", "_log_base",
-           "_log_count", "_nofit", "_kept", "_res_starts", "_res_ends")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
+           "_log_count", "_nofit", "_kept", "_res_starts", "_res_ends", "_moved_q", "_moved_start")  # what ``ArrayCoreProfile`` adds to ``CoreProfile``
 
 RECENT_MASKS = 8  # masks whose words ``_words`` remembers
 # the arrays with a row per placement (``_owned_rows``), with what a new row holds until it is set
@@ -120,6 +120,7 @@ class ArrayCoreProfile(CoreProfile):
         copy._nofit = np.zeros((3, NO_FIT_KEPT))  # ``scan``'s bounds "no window of n cores for d s before x"
         copy._kept = np.zeros(1, dtype=np.int64)  # how many
         copy._log_base = copy._log_count = 0  # entry e of the log at e - _log_base
+        copy._moved_q, copy._moved_start = np.empty(64, dtype=np.int64), np.empty(64)  # ``scan_moving``'s moves
         copy._owned = np.zeros((max(64, 2 * len(copy.placed)), nwords), dtype=np.uint64)
         copy._owned_cc = np.zeros((len(copy._owned), nchunks), dtype=np.int32)
         copy._checked = np.full(len(copy._owned), -1, dtype=np.int64)
@@ -280,13 +281,47 @@ class ArrayCoreProfile(CoreProfile):
             self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n, self._log_pre,
             self._log_ext, self._log_chunks, self._log_base, self._log_count, self._checked,
             self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept)
-        moved = None
-        if code > 0:
-            start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
-            words = self._scratch[2].copy()
+        return q, code, self._moved(q, code, i, arrays), int(most), float(earliest)
+
+    def _moved(self, q: int, code: int, i: int, arrays: tuple):
+        """``scan``'s ``moved`` for its answer ``(q, code, i)``: the new start and cores (read-only
+        words) of a candidate that moves, else None."""
+        if code <= 0:
+            return None
+        start = arrays[2][q] if code == 2 else (self.origin if i == 0 else self.times[i])
+        words = self._scratch[2].copy()
+        words.flags.writeable = False
+        return float(start), words
+
+    def scan_moving(self, q: int, now: float, jobs: list, spans, arrays: tuple) -> tuple:
+        """``scan``, and the candidates it would stop at to move to a future start moved as ``move``
+        then ``confirm`` would (``core_kernels.scan_moving``: in the same compiled call): ``(q, code,
+        moved, most, earliest, placements)`` as ``scan``'s, ``placements`` the new placements of the
+        candidates moved (``jobs``: the candidates, ``spans`` their spans), in queue order."""
+        self._room()
+        self._spare_rows(4)
+        if len(self._moved_q) < len(jobs):
+            self._moved_q, self._moved_start = np.empty(2 * len(jobs), dtype=np.int64), np.empty(2 * len(jobs))
+        q, code, i, most, earliest, self.times, self.counts, self.rows, self._nspare, self._log_count, nmoved = \
+            self._k.scan_moving(
+                self.times, self.counts, self.rows, self.pool, self.cpool, self._spare, self._nspare, self.origin, now,
+                q, *arrays, self._owned, self._owned_cc, self._scratch, self._log_a, self._log_b, self._log_n,
+                self._log_pre, self._log_ext, self._log_chunks, self._log_base, self._log_count, self._checked,
+                self._bound, self._steps_t, self._steps_m, self._nsteps, self._nofit, self._kept, self._moved_q,
+                self._moved_start)
+        placements = []
+        owned_rows, placed = self._owned_rows, self.placed
+        for position, start in zip(self._moved_q[:nmoved].tolist(), self._moved_start[:nmoved].tolist()):
+            job = jobs[position]
+            row = owned_rows.pop(job)  # re-registered as by ``remove`` and ``place``
+            owned_rows[job] = row
+            del placed[job]
+            end = start + float(spans[position])
+            words = self._owned[row].copy()
             words.flags.writeable = False
-            moved = float(start), words
-        return q, code, moved, int(most), float(earliest)
+            self._res_starts[row], self._res_ends[row] = start, end
+            placements.append(super()._register(job, WordsPlacement(start, end, words, False)))
+        return q, code, self._moved(q, code, i, arrays), int(most), float(earliest), placements
 
     # -- slices
     def _new_row(self) -> int:
