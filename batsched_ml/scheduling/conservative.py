@@ -29,9 +29,10 @@ queued jobs on, back to Python below ``COMPILED_UNTIL`` (short queues, the commo
 case, never pay numba's import). With batsched's model, from ``CORES_COMPILED_FROM``
 queued jobs on a machine of ``CORES_COMPILED_MACHINE`` cores or more, the profile's masks
 become rows of machine words searched by compiled kernels (``ArrayCoreProfile``) and one
-compiled call passes over the reservations that stay (``_scanned_pass``), with the same
-schedules: it searches a reservation again only when the cores freed since it was last found to
-be its own first fit could move it (``core_kernels.scan``). Option ``compiled``: true/false
+compiled call passes over the reservations that stay and moves those that fit earlier in the
+future (``_scanned_pass``), with the same schedules: it searches a reservation again only when
+the cores freed since it was last found to be its own first fit could move it
+(``core_kernels.scan``, ``scan_moving``). Option ``compiled``: true/false
 forces either, in both models.
 """
 
