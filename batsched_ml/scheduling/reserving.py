@@ -7,8 +7,6 @@ import heapq
 import math
 from operator import attrgetter
 
-import numpy as np
-
 from ..core.job import RUNNING
 from ..core.scheduler import Context
 from .base import QueueScheduler
@@ -51,9 +49,11 @@ class ProfileScheduler(QueueScheduler):
         """How long the profile plans ``job`` to hold its cores."""
         return job.estimate + self.rjms_delay
 
-    def spans(self, jobs: list) -> np.ndarray:
-        """``span`` of each of ``jobs``, as an array: the same sums without a Python call per job
-        (a pass of conservative backfilling reads the whole queue's)."""
+    def spans(self, jobs: list):
+        """``span`` of each of ``jobs``, as a numpy array: the same sums without a Python call per
+        job (a pass of conservative backfilling reads the whole queue's)."""
+        import numpy as np  # here: ``serve`` starts without numpy (only compiled passes need it)
+
         return np.fromiter(map(attrgetter("estimate"), jobs), np.float64, len(jobs)) + self.rjms_delay
 
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
