@@ -455,14 +455,15 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 
 
 @njit(cache=True, nogil=True)
-def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
+def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, active):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
     its own, is free throughout. Only the chunks with a core free in the first slice are read
     (its chunk counts), and of them only those set in ``allowed`` (a bit per chunk: the others
     are known to hold no such core, see ``scan``); the words of the cores free there are
     intersected slice by slice, each dropped once empty, until none is left (usually within a
-    few slices)."""
+    few slices). ``active``: room for the indices of those words (unsigned: no wraparound), as
+    many as ``own`` has words."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
@@ -471,7 +472,6 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
     smear = own[top]  # every bit up to own's highest one in its word
     for shift in (1, 2, 4, 8, 16, 32):
         smear |= smear >> np.uint64(shift)
-    active = np.empty(top + 1, dtype=np.uint64)  # unsigned word indices: no wraparound
     live = 0
     row, chunks = pool[rows[first]], cpool[rows[first]]
     for c in range(top // CHUNK + 1):
@@ -527,7 +527,8 @@ def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size,
     tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
     stop = max(first + 1, np.searchsorted(times, reserved_end))  # no view of ``times``
-    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
+    # ``active``: a row of the window queue's scratch (free between searches), not an allocation
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, scratch[0][0]):
         return 0
     nwords = len(tail)
     for w in range(nwords):
