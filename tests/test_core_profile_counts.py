@@ -121,10 +121,11 @@ def _scanned_pass(fast: ArrayCoreProfile, plain: CoreProfile, jobs: dict) -> Non
             return
         assert code in (1, 2)
         a, b, duration = jobs[pending[stop]]
-        assert moved == plain.reinsertion(b, duration)
-        start, used = moved
-        for profile, job in ((fast, a), (plain, b)):
-            profile.move(job, start, start + duration, used)  # compiled in ``ArrayCoreProfile``
+        start, words = moved  # the cores as words (``WordsPlacement``'s)
+        used = int.from_bytes(words.tobytes(), "little")
+        assert (start, used) == plain.reinsertion(b, duration)
+        fast.move(a, start, start + duration, words)  # compiled in ``ArrayCoreProfile``
+        plain.move(b, start, start + duration, used)
         fast.confirm(a, most)
         q = stop + 1
 
@@ -300,6 +301,135 @@ def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
 
 
 @pytest.mark.parametrize("seed", range(20))
+def test_moves_inside_scan_are_those_of_scan_then_move(seed):
+    """``ArrayCoreProfile.scan_moving`` (the moves to a future start made in the compiled call)
+    against ``scan`` then ``move`` then ``confirm`` on a twin, pass after pass: the same answers
+    where it stops, the same placements (in the same order), slices and counts after every pass,
+    and so the same later passes (which read the bounds and log that the moves wrote)."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 600, 3000])
+    now = 0.0
+    fast, twin = ArrayCoreProfile(cores, now), ArrayCoreProfile(cores, now)
+    jobs: dict = {}  # seq -> (fast job, twin job, duration)
+    inside = 0
+    for step in range(300):
+        action = rng.random()
+        if action < 0.45 or not jobs:
+            res = max(1, min(cores, int(cores ** rng.random())))
+            duration = rng.choice([1.0, 2.5, 5.0, 0.5 * rng.randint(1, 80)])
+            a, b = _Job(step, res), _Job(step, res)
+            if fast.add_first_fit(a, duration) is not None:
+                twin.add_first_fit(b, duration)
+                jobs[step] = (a, b, duration)
+                fast.confirm(a)
+                twin.confirm(b)
+        elif action < 0.55:
+            a, b, _ = jobs.pop(rng.choice(sorted(jobs)))
+            fast.remove(a)
+            twin.remove(b)
+        elif action < 0.9:
+            pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
+            spans = [jobs[seq][2] for seq in pending]
+            fast_jobs, twin_jobs = [jobs[seq][0] for seq in pending], [jobs[seq][1] for seq in pending]
+            arrays = fast.candidates(fast_jobs, spans), twin.candidates(twin_jobs, spans)
+            q = r = 0
+            while q < len(pending):
+                q, code, moved, most, _, placements = fast.scan_moving(q, fast.origin, fast_jobs, spans, arrays[0])
+                inside += len(placements)
+                while True:  # the twin moves one at a time up to where ``scan_moving`` stopped
+                    r, twin_code, twin_moved, twin_most, _ = twin.scan(r, twin.origin, arrays[1])
+                    if r >= q:
+                        break
+                    start, words = twin_moved
+                    twin.move(twin_jobs[r], start, start + spans[r], words)
+                    twin.confirm(twin_jobs[r], twin_most)
+                    r += 1
+                assert r == q
+                if q == len(pending):
+                    break
+                assert (code, most) == (twin_code, twin_most) and _with_int_cores((0, 0, moved, 0, 0)) == \
+                    _with_int_cores((0, 0, twin_moved, 0, 0))
+                start, words = moved
+                for profile, job, m in ((fast, fast_jobs[q], most), (twin, twin_jobs[q], twin_most)):
+                    profile.move(job, start, start + spans[q], words)
+                    profile.confirm(job, m)
+                q = r = q + 1
+        else:
+            now = _time_passes(rng, now, jobs, fast, twin)
+        assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
+        assert fast.counts.tolist() == twin.counts.tolist()
+        assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
+            [(p.start, p.end, p.used, p.started_now) for p in twin.placed.values()]
+        assert [job.seq for job in fast.placed] == [job.seq for job in twin.placed]
+        assert _scan_bookkeeping(fast) == _scan_bookkeeping(twin)
+    assert inside > 0
+
+
+def _scan_bookkeeping(profile: ArrayCoreProfile) -> tuple:
+    """What ``scan`` reads of each placement, by job seq (white box: when it was last found at
+    its first fit, its bound and the bound's steps), and the log's length."""
+    rows = profile._owned_rows
+    return {job.seq: (int(profile._checked[r]), int(profile._bound[r]), profile._steps_t[r, :profile._nsteps[r]].tolist(),
+                      profile._steps_m[r, :profile._nsteps[r]].tolist()) for job, r in rows.items()}, profile._log_count
+
+
+def test_no_fit_bounds_keep_the_latest_in_order():
+    """``core_kernels.note_no_fit`` (a pass's "no window of n cores for d s before x" bounds, which
+    ``scan``'s searches start after): once full, each new bound drops the oldest, and every column
+    (cores, seconds, x) shifts with it."""
+    kept_at_most = 16
+    nofit, kept = np.zeros((3, kept_at_most)), 0
+    for b in range(40):
+        kept = core_kernels.note_no_fit(nofit, kept, 100 + b, 10.0 + b, 1000.0 + b)
+        latest = range(max(0, b + 1 - kept_at_most), b + 1)
+        assert kept == len(latest)
+        assert nofit[:, :kept].tolist() == [[100 + a for a in latest], [10.0 + a for a in latest],
+                                            [1000.0 + a for a in latest]]
+
+
+def test_a_moved_reservation_makes_its_cores_int_only_when_read(monkeypatch):
+    """``ArrayCoreProfile.move`` with words keeps them (``WordsPlacement``): no int mask is made by
+    the move nor by the reservation's removal (its words are given back), one when ``used`` is
+    read, and it is the words' mask; the slices are those of a twin moved with the int."""
+    made = []
+    mask_of = ArrayCoreProfile._mask
+    monkeypatch.setattr(ArrayCoreProfile, "_mask", staticmethod(lambda words: made.append(1) or mask_of(words)))
+    cores = 3000
+    fast, twin = ArrayCoreProfile(cores, 0.0), ArrayCoreProfile(cores, 0.0)
+    for profile in (fast, twin):
+        profile.place(_Job(0, 2000), 0.0, 10.0, (1 << 2000) - 1)  # running until 10
+        profile.place(_Job(1, 100), 20.0, 30.0, ((1 << 100) - 1) << 2500)
+    used = ((1 << 100) - 1) << 2100  # free from 0 on: the reservation moves to 5 on other cores
+    words = np.frombuffer(used.to_bytes(8 * ((cores + 63) // 64), "little"), dtype=np.uint64)
+    moved = fast.move(_first_job(fast, 1), 5.0, 15.0, words)
+    twin.move(_first_job(twin, 1), 5.0, 15.0, used)
+    assert made == []
+    assert fast.masks() == twin.masks()  # (``masks`` makes ints of the slices' words)
+    made.clear()
+    assert moved.used == used and moved.used == used and len(made) == 1  # made once, then kept
+    fast.move(_first_job(fast, 1), 6.0, 16.0, words)
+    twin.move(_first_job(twin, 1), 6.0, 16.0, used)
+    made.clear()
+    fast.remove(_first_job(fast, 1))
+    twin.remove(_first_job(twin, 1))
+    assert made == []
+    assert fast.masks() == twin.masks() and fast.counts.tolist() == twin.counts.tolist()
+
+
+def _first_job(profile, seq: int):
+    """The placed job of ``profile`` with this ``seq``."""
+    return next(job for job in profile.placed if job.seq == seq)
+
+
+def _with_int_cores(found: tuple) -> tuple:
+    """``ArrayCoreProfile.scan``'s answer with the cores of ``moved`` as an int mask."""
+    q, code, moved, most, earliest = found
+    if moved is not None:
+        moved = moved[0], int.from_bytes(moved[1].tobytes(), "little")
+    return q, code, moved, most, earliest
+
+
+@pytest.mark.parametrize("seed", range(20))
 def test_compiled_move_is_remove_then_place(seed):
     """``ArrayCoreProfile.move`` (one compiled call) against ``remove`` then ``place`` on a twin
     profile: after every move the same slices, counts, placements, and the same answers of every
@@ -333,14 +463,14 @@ def test_compiled_move_is_remove_then_place(seed):
             q = 0
             while q < len(pending):
                 found = fast.scan(q, fast.origin, arrays[0])
-                assert found == twin.scan(q, twin.origin, arrays[1])
+                assert _with_int_cores(found) == _with_int_cores(twin.scan(q, twin.origin, arrays[1]))
                 q, code, moved, most, _ = found
                 if q == len(pending):
                     break
                 a, b, duration = jobs[pending[q]]
-                start, used = moved
-                fast.move(a, start, start + duration, used)
-                CoreProfile.move(twin, b, start, start + duration, used)
+                start, words = moved
+                fast.move(a, start, start + duration, words)
+                CoreProfile.move(twin, b, start, start + duration, int.from_bytes(words.tobytes(), "little"))
                 moves += 1
                 fast.confirm(a, most)
                 twin.confirm(b, most)

@@ -218,3 +218,18 @@ def test_the_compiled_pass_order_follows_a_rekeyed_job():
     jobs[4].estimate = 1.0
     queue.rekey(jobs[4], 1.0)
     assert list(order.current(queue, 1.0)) == [j.seq for j in queue.ordered(1.0)] == [4, 0, 1, 2, 3]
+
+
+def test_a_pass_reads_the_spans_of_its_jobs_as_span_gives_them():
+    """``ReservingScheduler.spans`` (a conservative pass in batsched's model reads the whole
+    queue's spans at once): each job's ``span``, bit for bit, with and without the RJMS delay,
+    in the order of the jobs given."""
+    from batsched_ml.scheduling.conservative import ConservativeBackfilling
+
+    rng = random.Random(5)
+    jobs = [_job(i, 1, rng.choice([1.0, 0.1, 7.3, 86400.0, rng.uniform(1, 1e5)])) for i in range(200)]
+    for reservations, delay in (("cores", None), ("cores", 0.3), ("count", None)):
+        scheduler = ConservativeBackfilling(reservations=reservations, rjms_delay=delay)
+        spans = scheduler.spans(jobs)
+        assert [float(s) for s in spans] == [scheduler.span(job) for job in jobs]
+    assert len(ConservativeBackfilling().spans([])) == 0

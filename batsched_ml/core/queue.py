@@ -15,6 +15,7 @@ the jobs before it that do not (``minindex``).
 from __future__ import annotations
 
 import heapq
+from operator import itemgetter
 
 from sortedcontainers import SortedDict, SortedList
 
@@ -161,7 +162,7 @@ class JobQueue:
     def ordered(self, now: float) -> list:
         """All queued jobs, highest priority first."""
         if self._sorted is not None:
-            jobs = [job for _, job in self._sorted]
+            jobs = list(map(itemgetter(1), self._sorted))  # no Python step per job: a pass reads it
         else:
             queued = self._by_arrival
             jobs = [job for job in self._dynamic_order(now) if job in queued]

@@ -29,9 +29,10 @@ queued jobs on, back to Python below ``COMPILED_UNTIL`` (short queues, the commo
 case, never pay numba's import). With batsched's model, from ``CORES_COMPILED_FROM``
 queued jobs on a machine of ``CORES_COMPILED_MACHINE`` cores or more, the profile's masks
 become rows of machine words searched by compiled kernels (``ArrayCoreProfile``) and one
-compiled call passes over the reservations that stay (``_scanned_pass``), with the same
-schedules: it searches a reservation again only when the cores freed since it was last found to
-be its own first fit could move it (``core_kernels.scan``). Option ``compiled``: true/false
+compiled call passes over the reservations that stay and moves those that fit earlier in the
+future (``_scanned_pass``), with the same schedules: it searches a reservation again only when
+the cores freed since it was last found to be its own first fit could move it
+(``core_kernels.scan``, ``scan_moving``). Option ``compiled``: true/false
 forces either, in both models.
 """
 
@@ -193,21 +194,22 @@ class ConservativeBackfilling(ProfileScheduler):
 
     def _scanned_pass(self, ctx: Context) -> None:
         """The pass above in batsched's model, with ``ArrayCoreProfile``: one compiled call
-        (``scan``) passes over the reservations that stay as they are (most of a long queue)
-        and stops at each candidate that moves or has no future reservation, which is placed
-        here as above and ``confirm``-ed as its first fit (what lets ``scan`` skip it later)."""
+        (``scan_moving``) passes over the reservations that stay as they are (most of a long queue)
+        and moves those that fit earlier in the future (as ``move`` and ``confirm`` below); it stops
+        at each candidate that starts now or has no future reservation, which is placed here as
+        above and ``confirm``-ed as its first fit (what lets ``scan`` skip it later)."""
         now, profile = ctx.now, self.profile
         self.refresh_profile(now)
         candidates = self.pass_candidates(now)
-        spans = [self.span(job) for job in candidates]
+        spans = self.spans(candidates)
         arrays = profile.candidates(candidates, spans)
         q = 0
         while q < len(candidates):
-            q, code, moved, most, earliest = profile.scan(q, now, arrays)
-            self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``
+            q, code, moved, most, earliest, _ = profile.scan_moving(q, now, candidates, spans, arrays)
+            self._next_reservation = min(self._next_reservation, earliest)  # ``note_reservation``, moves included
             if q == len(candidates):
                 break
-            job, span = candidates[q], spans[q]
+            job, span = candidates[q], float(spans[q])
             reserved = profile.placed.get(job)
             if moved is not None:
                 start, used = moved

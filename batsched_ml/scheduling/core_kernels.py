@@ -455,14 +455,15 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 
 
 @njit(cache=True, nogil=True)
-def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
+def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, active):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
     its own, is free throughout. Only the chunks with a core free in the first slice are read
     (its chunk counts), and of them only those set in ``allowed`` (a bit per chunk: the others
     are known to hold no such core, see ``scan``); the words of the cores free there are
     intersected slice by slice, each dropped once empty, until none is left (usually within a
-    few slices)."""
+    few slices). ``active``: room for the indices of those words (unsigned: no wraparound), as
+    many as ``own`` has words."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
@@ -471,7 +472,6 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
     smear = own[top]  # every bit up to own's highest one in its word
     for shift in (1, 2, 4, 8, 16, 32):
         smear |= smear >> np.uint64(shift)
-    active = np.empty(top + 1, dtype=np.uint64)  # unsigned word indices: no wraparound
     live = 0
     row, chunks = pool[rows[first]], cpool[rows[first]]
     for c in range(top // CHUNK + 1):
@@ -526,8 +526,9 @@ def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size,
     chunks (a bit each) that can hold a lower core free throughout it (``_keeps_its_cores``)."""
     tail, out = scratch[1], scratch[2]
     first = np.searchsorted(times, start, side="right") - 1
-    stop = first + 1 + np.searchsorted(times[first + 1:], reserved_end)
-    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed):
+    stop = max(first + 1, np.searchsorted(times, reserved_end))  # no view of ``times``
+    # ``active``: a row of the window queue's scratch (free between searches), not an allocation
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, scratch[0][0]):
         return 0
     nwords = len(tail)
     for w in range(nwords):
@@ -544,11 +545,11 @@ def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size,
 
 
 @njit(cache=True, nogil=True)
-def _window_bounds(log_a, log_b, log_n, log_pre, log_ext, first, last, now, start, span, n, row_t, row_m, row_k,
+def _window_bounds(log_a, log_b, log_n, log_pre, log_ext, first, last, now, start, span, n, row_t, row_m, row, row_k,
                    bound, points, weights, steps_t, steps_m, nsteps):
     """A bound on the cores free throughout each window of ``span`` seconds that starts from ``now``
     to ``start``, as a function of its start ``t``: the reservation's bound at its last check (its
-    steps ``row_t``/``row_m``, ``row_k`` of them, then ``bound``) plus the cores that log entries
+    steps ``row_t[row]``/``row_m[row]``, ``row_k`` of them, then ``bound``) plus the cores that log entries
     ``[first, last)`` freed in intervals the window meets (``a - span < t < b``) and that one of
     them stays free around (``[pre, ext)``, ``free_around``: a window reaching a slice where none of
     them is free cannot hold them; used only where that slice comes before ``start``, as the
@@ -562,13 +563,15 @@ def _window_bounds(log_a, log_b, log_n, log_pre, log_ext, first, last, now, star
     the increases come first: a heavier point). Returns ``(most, lowest, below, highest, above)``:
     ``most`` its maximum, ``lowest`` the first start from which it reaches ``n`` (inf: none) and
     ``below`` its maximum before that, ``highest`` the start from which it stays below ``n`` and
-    ``above`` its maximum from there; its own steps (a prefix maximum) go to ``steps_*`` (``_raise``)."""
+    ``above`` its maximum from there; its own steps (a prefix maximum) go to ``steps_*`` (``_raise``).
+    Arrays are indexed in place, not sliced (a view costs two atomic reference counts; this runs
+    for nearly every reservation of every pass)."""
     m, half = 0, len(points) // 2
-    base = row_m[0] if row_k > 0 else bound
+    base = row_m[row, 0] if row_k > 0 else bound
     for j in range(row_k):  # the bound's increases, each from its step's time on
-        after = row_m[j + 1] if j + 1 < row_k else bound
-        if after > row_m[j]:
-            points[m], weights[m] = max(row_t[j], now), after - row_m[j]
+        after = row_m[row, j + 1] if j + 1 < row_k else bound
+        if after > row_m[row, j]:
+            points[m], weights[m] = max(row_t[row, j], now), after - row_m[row, j]
             m += 1
     ends = 0
     for e in range(first, last):
@@ -587,8 +590,8 @@ def _window_bounds(log_a, log_b, log_n, log_pre, log_ext, first, last, now, star
             m += 1
             ends += 1
     # the ends after the increases: a stable sort puts an increase first at a tie
-    points[m:m + ends] = points[half:half + ends]
-    weights[m:m + ends] = weights[half:half + ends]
+    for a in range(ends):
+        points[m + a], weights[m + a] = points[half + a], weights[half + a]
     order = np.argsort(points[:m + ends], kind="mergesort")
     nsteps[0] = 0
     most = load = above = base
@@ -628,7 +631,8 @@ def note_no_fit(nofit, kept, n, span, x):
     """Adds the bound "no window of ``n`` cores for ``span`` seconds starts before ``x``" (the
     oldest goes when ``len(nofit[0])`` are kept); returns how many are kept."""
     if kept == nofit.shape[1]:
-        nofit[:, :kept - 1] = nofit[:, 1:]
+        for b in range(kept - 1):  # in place (no views: this runs at every reservation a pass examines)
+            nofit[0, b], nofit[1, b], nofit[2, b] = nofit[0, b + 1], nofit[1, b + 1], nofit[2, b + 1]
         kept -= 1
     nofit[0, kept], nofit[1, kept], nofit[2, kept] = n, span, x
     return kept + 1
@@ -676,7 +680,7 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     bounds, as the counting model's ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
     points, weights = np.empty(2 * len(log_a) + 2 * STEPS), np.empty(2 * len(log_a) + 2 * STEPS, dtype=np.int64)
-    steps_t, steps_m, nsteps = scratch[6], scratch[7], scratch[8]
+    owncc, steps_t, steps_m, nsteps = scratch[5], scratch[6], scratch[7], scratch[8]
     allowed = np.empty(log_chunks.shape[1], dtype=np.uint64)  # the chunks where a lower core can be free
     while q < len(cn):
         start, end, row, n = cstart[q], cend[q], crow[q], cn[q]
@@ -690,7 +694,7 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
             if since >= log_base:
                 most, lowest, below, highest, above = _window_bounds(
                     log_a, log_b, log_n, log_pre, log_ext, since - log_base, log_count - log_base, now, start, cspan[q], n,
-                    row_t[row], row_m[row], row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
+                    row_t, row_m, row, row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
                 allowed[:] = 0
                 for e in range(since - log_base, log_count - log_base):
                     if log_a[e] < end and log_b[e] > start:
@@ -706,7 +710,8 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                 first = 0 if x <= origin else np.searchsorted(times, x)
                 from_freed = 0 if lowest <= origin else np.searchsorted(times, lowest)
                 most0 = max(cores - 1 if first > 0 else 0, below if from_freed > 0 else 0)
-                scratch[5][:] = owned_cc[row]
+                for c in range(len(owncc)):
+                    owncc[c] = owned_cc[row, c]
                 i, most = find(times, counts, rows, pool, cpool, origin, n, cspan[q], np.searchsorted(times, start),
                                owned[row], n, scratch, max(first, from_freed), most0, highest)
                 if i >= 0:
@@ -717,16 +722,16 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                     most = _raise(most, above, highest, steps_t, steps_m, nsteps)
         else:
             nsteps[0] = row_k[row]  # unchanged: its steps stay
-            steps_t[:row_k[row]] = row_t[row, :row_k[row]]
-            steps_m[:row_k[row]] = row_m[row, :row_k[row]]
+            for j in range(row_k[row]):
+                steps_t[j], steps_m[j] = row_t[row, j], row_m[row, j]
         kept[0] = note_no_fit(nofit, kept[0], n, cspan[q], (origin if i == 0 else times[i]) if code == 1 else start)
         if code != 0:
             return q, code, i, most, earliest
         checked[row] = log_count
         bound[row] = most
         row_k[row] = nsteps[0]
-        row_t[row, :nsteps[0]] = steps_t[:nsteps[0]]
-        row_m[row, :nsteps[0]] = steps_m[:nsteps[0]]
+        for j in range(nsteps[0]):  # indexed in place, not sliced (as in ``_window_bounds``)
+            row_t[row, j], row_m[row, j] = steps_t[j], steps_m[j]
         earliest = min(earliest, start)
         q += 1
     return q, 0, -1, 0, earliest
@@ -797,3 +802,48 @@ def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start
     checked[row] = -1
     nsteps[row] = 0
     return times, counts, rows, nspare, i
+
+
+@njit(cache=True, nogil=True)
+def scan_moving(times, counts, rows, pool, cpool, spare, nspare, origin, now, q, cn, cspan, cstart, cend, crow, owned,
+                owned_cc, scratch, log_a, log_b, log_n, log_pre, log_ext, log_chunks, log_base, log_count, checked, bound,
+                row_t, row_m, row_k, nofit, kept, moved_q, moved_start):
+    """``scan``, and each reservation it finds a better window for in the future moved here
+    (``move``) and confirmed as its first fit with the bound ``scan`` gave (as
+    ``ArrayCoreProfile.confirm``): the same steps in the same order as a return to Python for each
+    move, without that return (about 115k moves in a 10,000-job run on 93,312 cores). Returns
+    ``scan``'s answer at the first candidate it does not move here (a move to the present: the job
+    starts; a reservation without one; or too few spare rows in ``pool`` (``spare``, ``nspare``),
+    in the scratch, or in the log: ``ArrayCoreProfile`` makes room), then ``(times, counts, rows,
+    nspare, log_count, nmoved)``: the moved candidates' positions and new starts are the first
+    ``nmoved`` of ``moved_q``/``moved_start``, and ``earliest`` counts their starts too."""
+    nmoved = 0
+    earliest = np.inf
+    steps_t, steps_m, nsteps = scratch[6], scratch[7], scratch[8]
+    while True:
+        q, code, i, most, passed = scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, cend, crow,
+                                        owned, owned_cc, scratch, log_a, log_b, log_n, log_pre, log_ext, log_chunks,
+                                        log_base, log_count, checked, bound, row_t, row_m, row_k, nofit, kept)
+        earliest = min(earliest, passed)
+        if code <= 0:
+            return q, code, i, most, earliest, times, counts, rows, nspare, log_count, nmoved
+        start = cstart[q] if code == 2 else times[i]
+        room = len(times) + 4 <= min(len(scratch[0]), len(scratch[3]))  # a move adds at most 4 slices
+        if (code == 1 and i == 0) or nspare < 4 or not room or log_count - log_base == len(log_a) or \
+                cend[q] == np.inf or start + cspan[q] == np.inf:
+            return q, code, i, most, earliest, times, counts, rows, nspare, log_count, nmoved
+        row = crow[q]
+        times, counts, rows, nspare, i = move(times, counts, rows, pool, cpool, spare, nspare, origin, row, cstart[q],
+                                              cend[q], start, start + cspan[q], scratch[2], owned, owned_cc, checked,
+                                              row_k, log_a, log_b, log_n, log_pre, log_ext, log_chunks,
+                                              log_count - log_base, nofit, kept)
+        log_count += 1
+        checked[row] = log_count  # ``confirm``
+        bound[row] = most
+        row_k[row] = nsteps[0]
+        for j in range(nsteps[0]):
+            row_t[row, j], row_m[row, j] = steps_t[j], steps_m[j]
+        moved_q[nmoved], moved_start[nmoved] = q, times[i]
+        nmoved += 1
+        earliest = min(earliest, times[i])
+        q += 1

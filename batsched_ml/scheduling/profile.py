@@ -114,8 +114,12 @@ class Profile:
         # Splitting re-creates a boundary a merge may have folded away.
         i = self._split(p.start) if p.start > self.times[0] else 0
         j = self._split(p.end) if p.end != INF else len(self.times)
-        self._give_back(i, j, p.used)
+        self._give_back(i, j, self._held(p))
         self._merge_around(i, j + 1)
+
+    def _held(self, p: Placement):
+        """The cores ``p`` holds, in the form ``_give_back`` takes (its ``used``)."""
+        return p.used
 
     def remove_if_present(self, job) -> None:
         if job in self.placed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from operator import attrgetter
 
 from ..core.job import RUNNING
 from ..core.scheduler import Context
@@ -47,6 +48,13 @@ class ProfileScheduler(QueueScheduler):
     def span(self, job) -> float:
         """How long the profile plans ``job`` to hold its cores."""
         return job.estimate + self.rjms_delay
+
+    def spans(self, jobs: list):
+        """``span`` of each of ``jobs``, as a numpy array: the same sums without a Python call per
+        job (a pass of conservative backfilling reads the whole queue's)."""
+        import numpy as np  # here: ``serve`` starts without numpy (only compiled passes need it)
+
+        return np.fromiter(map(attrgetter("estimate"), jobs), np.float64, len(jobs)) + self.rjms_delay
 
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
         super().on_simulation_begins(nb_cores, ctx)
