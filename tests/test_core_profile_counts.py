@@ -300,34 +300,63 @@ def test_free_around_is_where_one_of_the_freed_cores_stays_free(seed):
         assert (pre, ext) == (expected_pre, expected_ext)
 
 
+def _twins(seed: int, core_choices: list):
+    """A seeded random source and two empty ``ArrayCoreProfile``s of a machine size drawn from it."""
+    rng = random.Random(seed)
+    cores = rng.choice(core_choices)
+    return rng, cores, ArrayCoreProfile(cores, 0.0), ArrayCoreProfile(cores, 0.0)
+
+
+def _assert_same_profiles(fast, twin) -> None:
+    """The twins hold the same slices, counts and placements."""
+    assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
+    assert fast.counts.tolist() == twin.counts.tolist()
+    assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
+        [(p.start, p.end, p.used, p.started_now) for p in twin.placed.values()]
+
+
+def _driven(rng, cores: int, fast, twin, jobs: dict, steps: int = 300):
+    """A random driver of both twins: each step draws ``action``; this adds or removes a job
+    (``_add_or_remove_on_twins``) and yields ``(step, action)`` for the caller's own moves."""
+    for step in range(steps):
+        action = rng.random()
+        if not _add_or_remove_on_twins(rng, action, step, cores, fast, twin, jobs):
+            yield step, action
+
+
+def _add_or_remove_on_twins(rng, action: float, step: int, cores: int, fast, twin, jobs: dict) -> bool:
+    """Below 0.45 (or with no job) a random job at its first fit in both twins, below 0.55 a random
+    job removed from both; False (nothing done) otherwise."""
+    if action < 0.45 or not jobs:
+        res = max(1, min(cores, int(cores ** rng.random())))
+        duration = rng.choice([1.0, 2.5, 5.0, 0.5 * rng.randint(1, 80)])
+        a, b = _Job(step, res), _Job(step, res)
+        if fast.add_first_fit(a, duration) is not None:
+            assert twin.add_first_fit(b, duration) is not None
+            jobs[step] = (a, b, duration)
+            fast.confirm(a)
+            twin.confirm(b)
+        return True
+    if action < 0.55:
+        a, b, _ = jobs.pop(rng.choice(sorted(jobs)))
+        fast.remove(a)
+        twin.remove(b)
+        return True
+    return False
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_moves_inside_scan_are_those_of_scan_then_move(seed):
     """``ArrayCoreProfile.scan_moving`` (the moves to a future start made in the compiled call)
     against ``scan`` then ``move`` then ``confirm`` on a twin, pass after pass: the same answers
     where it stops, the same placements (in the same order), slices and counts after every pass,
     and so the same later passes (which read the bounds and log that the moves wrote)."""
-    rng = random.Random(seed)
-    cores = rng.choice([64, 600, 3000])
+    rng, cores, fast, twin = _twins(seed, [64, 600, 3000])
     now = 0.0
-    fast, twin = ArrayCoreProfile(cores, now), ArrayCoreProfile(cores, now)
     jobs: dict = {}  # seq -> (fast job, twin job, duration)
     inside = 0
-    for step in range(300):
-        action = rng.random()
-        if action < 0.45 or not jobs:
-            res = max(1, min(cores, int(cores ** rng.random())))
-            duration = rng.choice([1.0, 2.5, 5.0, 0.5 * rng.randint(1, 80)])
-            a, b = _Job(step, res), _Job(step, res)
-            if fast.add_first_fit(a, duration) is not None:
-                twin.add_first_fit(b, duration)
-                jobs[step] = (a, b, duration)
-                fast.confirm(a)
-                twin.confirm(b)
-        elif action < 0.55:
-            a, b, _ = jobs.pop(rng.choice(sorted(jobs)))
-            fast.remove(a)
-            twin.remove(b)
-        elif action < 0.9:
+    for step, action in _driven(rng, cores, fast, twin, jobs):
+        if action < 0.9:
             pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
             spans = [jobs[seq][2] for seq in pending]
             fast_jobs, twin_jobs = [jobs[seq][0] for seq in pending], [jobs[seq][1] for seq in pending]
@@ -356,10 +385,7 @@ def test_moves_inside_scan_are_those_of_scan_then_move(seed):
                 q = r = q + 1
         else:
             now = _time_passes(rng, now, jobs, fast, twin)
-        assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
-        assert fast.counts.tolist() == twin.counts.tolist()
-        assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
-            [(p.start, p.end, p.used, p.started_now) for p in twin.placed.values()]
+        _assert_same_profiles(fast, twin)
         assert [job.seq for job in fast.placed] == [job.seq for job in twin.placed]
         assert _scan_bookkeeping(fast) == _scan_bookkeeping(twin)
     assert inside > 0
@@ -435,28 +461,12 @@ def test_compiled_move_is_remove_then_place(seed):
     profile: after every move the same slices, counts, placements, and the same answers of every
     later ``scan`` (which read the log of freed intervals and the reservations' words that the
     move writes)."""
-    rng = random.Random(seed)
-    cores = rng.choice([64, 300, 3000])
+    rng, cores, fast, twin = _twins(seed, [64, 300, 3000])
     now = 0.0
-    fast, twin = ArrayCoreProfile(cores, now), ArrayCoreProfile(cores, now)
     jobs: dict = {}  # seq -> (fast job, twin job, duration)
     moves = 0
-    for step in range(300):
-        action = rng.random()
-        if action < 0.45 or not jobs:
-            res = max(1, min(cores, int(cores ** rng.random())))
-            duration = rng.choice([1.0, 2.5, 5.0, 0.5 * rng.randint(1, 80)])
-            a, b = _Job(step, res), _Job(step, res)
-            got, expected = fast.add_first_fit(a, duration), twin.add_first_fit(b, duration)
-            if got is not None:
-                jobs[step] = (a, b, duration)
-                fast.confirm(a)
-                twin.confirm(b)
-        elif action < 0.55:
-            a, b, _ = jobs.pop(rng.choice(sorted(jobs)))
-            fast.remove(a)
-            twin.remove(b)
-        elif action < 0.9:  # a pass: every reservation ``scan`` stops at moves, by ``move`` or by remove + place
+    for step, action in _driven(rng, cores, fast, twin, jobs):
+        if action < 0.9:  # a pass: every reservation ``scan`` stops at moves, by ``move`` or by remove + place
             pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
             spans = [jobs[seq][2] for seq in pending]
             arrays = [p.candidates([jobs[seq][i] for seq in pending], spans) for i, p in ((0, fast), (1, twin))]
@@ -477,9 +487,6 @@ def test_compiled_move_is_remove_then_place(seed):
                 q += 1
         else:
             now = _time_passes(rng, now, jobs, fast, twin)
-        assert fast.times.tolist() == twin.times.tolist() and fast.masks() == twin.masks()
-        assert fast.counts.tolist() == twin.counts.tolist()
-        assert [(p.start, p.end, p.used, p.started_now) for p in fast.placed.values()] == \
-            [(p.start, p.end, p.used, p.started_now) for p in twin.placed.values()]
+        _assert_same_profiles(fast, twin)
         assert all(type(p.start) is float for p in fast.placed.values())
     assert moves > 0
