@@ -392,13 +392,17 @@ class GradientBoostingJobClassifier(JobClassifier):
         with threadpool_limits(limits=1, user_api="openmp"):
             return self.model_.predict_proba(X)
 
+    def _p_small(self, x) -> float:
+        """P(small) of one row: from the trees as lists, else (trees laid out otherwise) from scikit-learn."""
+        if self.compiled_ is None:
+            return float(self.predict_proba([x])[0, 1])
+        return self.compiled_.small_probability(x)
+
     def small_probability(self, job, x, divider) -> float:
         constant = getattr(self, "constant_", 0)
         if constant is not None:
             return float(constant)
-        if self.compiled_ is None:
-            return float(self.predict_proba([x])[0, 1])
-        return self.compiled_.small_probability(x)
+        return self._p_small(x)
 
     def classify(self, job, x, divider) -> bool:
         return self.classify_with_probability(job, x, divider)[0]
@@ -407,10 +411,7 @@ class GradientBoostingJobClassifier(JobClassifier):
         constant = getattr(self, "constant_", 0)
         if constant is not None:
             return bool(constant), float(constant)
-        if self.compiled_ is None:
-            proba = self.predict_proba([x])
-            return bool(self.predict([x])[0]), float(proba[0, 1])
-        p_small = self.compiled_.small_probability(x)
+        p_small = self._p_small(x)
         return decide_small(p_small, self.small_threshold), p_small
 
 
