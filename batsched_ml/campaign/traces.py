@@ -117,16 +117,16 @@ def parse_generate(value, where: str) -> dict:
     return params
 
 
-def _sub_table(value, where: str, keys: tuple, required: str, make):
-    """A trace's ``windows`` / ``jitter`` table, checked and turned into its spec (``make``)."""
-    table = as_table(value, where)
-    check_keys(table, keys, where)
-    if required not in table:
-        raise CampaignError(f"{where}: {required} is required")
+def _sub_table(table: dict, key: str, where: str, keys: tuple, required: str, make):
+    """The trace table's ``key`` (``windows`` / ``jitter``), checked and turned into its spec (``make``)."""
+    sub = as_table(table[key], f"{where} {key}")
+    check_keys(sub, keys, f"{where} {key}")
+    if required not in sub:
+        raise CampaignError(f"{where} {key}: {required} is required")
     try:
-        return make(**table)
+        return make(**sub)
     except (TypeError, ValueError) as exc:
-        raise CampaignError(f"{where.rsplit(' ', 1)[0]} {exc}") from None
+        raise CampaignError(f"{where} {exc}") from None
 
 
 def trace_spec(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
@@ -161,7 +161,7 @@ def trace_spec(name: str, table: dict, traces_dir: Path | None) -> TraceSpec:
     if "windows" in table and "jitter" in table:
         raise CampaignError(f"{where}: give windows or jitter, not both (jitter copies are the trace's windows)")
     if "windows" in table:
-        kwargs["windows"] = _sub_table(table["windows"], f"{where} windows", WINDOW_KEYS, "days", WindowSpec)
+        kwargs["windows"] = _sub_table(table, "windows", where, WINDOW_KEYS, "days", WindowSpec)
     if "jitter" in table:
-        kwargs["jitter"] = _sub_table(table["jitter"], f"{where} jitter", JITTER_KEYS, "copies", JitterSpec)
+        kwargs["jitter"] = _sub_table(table, "jitter", where, JITTER_KEYS, "copies", JitterSpec)
     return TraceSpec(**kwargs)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..validation import positive, positive_int, seed
+
 __all__ = ["JitterSpec", "jitter_copies", "jittered"]
 
 
@@ -28,12 +30,9 @@ class JitterSpec:
     seed: int = 0
 
     def __post_init__(self):
-        if isinstance(self.copies, bool) or not isinstance(self.copies, int) or self.copies < 1:
-            raise ValueError(f"jitter: copies must be an integer >= 1, got {self.copies!r}")
-        if isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float)) or not self.seconds > 0:
-            raise ValueError(f"jitter: seconds must be a number > 0, got {self.seconds!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"jitter: seed must be an integer >= 0, got {self.seed!r}")
+        positive_int(self.copies, "jitter: copies")
+        positive(self.seconds, "jitter: seconds")
+        seed(self.seed, "jitter: seed")
 
 
 def jittered(workload: dict, seconds: float, rng: np.random.Generator) -> dict:
