@@ -24,7 +24,7 @@ _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 CHUNK = 16  # words per chunk of the chunk counts (1,024 cores)
-_MANY = 1 << 30  # above any chunk count (``CHUNK`` * 64 cores), in an int32
+_MANY = 1 << 14  # above any chunk count (``CHUNK`` * 64 cores, twice that with a reservation's own), in an int16
 AROUND = 64  # slices read on each side of a freed interval (``free_around``)
 STEPS = 8  # steps kept of a reservation's bound on its earlier windows (``_raise``)
 
@@ -197,12 +197,14 @@ def _lowest(common, n, out):
 
 
 @njit(cache=True, nogil=True)
-def _chunk_bound(kept, ctail):
+def _chunk_bound(csuffix, d, ctail):
     """An upper bound on the cores free throughout a window: per chunk, the fewest free in one
-    of its slices (``kept`` for the slices up to the split, ``ctail`` after), summed."""
+    of its slices (``csuffix[d]`` for the slices up to the split, ``ctail`` after), summed. The
+    row is indexed in place (a view costs two atomic reference counts, and the bisections take
+    several bounds per window)."""
     bound = 0
     for c in range(len(ctail)):
-        bound += min(kept[c], ctail[c])
+        bound += min(csuffix[d, c], ctail[c])
     return bound
 
 
@@ -295,19 +297,20 @@ def _and_words(suffix, d, first, pool, r, own, lo, hi, with_own):
 
 
 @njit(cache=True, nogil=True)
-def _upper(kept, tail, chunks, nchunks, folded, kept_chunks, ctail):
+def _upper(suffix, d, tail, chunks, nchunks, folded, csuffix, cd, ctail):
     """An upper bound on the cores free throughout a window: exact on the words of the folded
-    ``chunks`` (``kept & tail``), the chunk bound (``kept_chunks``, ``ctail``) on the others."""
+    ``chunks`` (``suffix[d] & tail``), the chunk bound (``csuffix[cd]``, ``ctail``) on the others
+    (rows indexed in place, as in ``_chunk_bound``)."""
     nwords = len(tail)
     size = 0
     for a in range(nchunks):
         lo, hi = chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)
         for x in range(hi - lo):
             w = uint64(lo + x)
-            size += popcount(kept[w] & tail[w])
+            size += popcount(suffix[d, w] & tail[w])
     for c in range(len(ctail)):
         if not folded[c]:
-            size += min(kept_chunks[c], ctail[c])
+            size += min(csuffix[cd, c], ctail[c])
     return size
 
 
@@ -335,8 +338,9 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
     """``CoreProfile._find``: the first slice ``i < stop`` from which ``n`` cores stay free for
     ``duration`` (-1 if none), its lowest such cores in ``out``; from slice ``stop`` on the cores
     of ``own`` (``own_size`` of them) count as free too. ``scratch``: ``(suffix, tail, out,
-    csuffix, ctail, owncc)``, the window queues' rows (``suffix``, ``csuffix``: a row per slice
-    at least) and ``own``'s chunk counts.
+    csuffix, ctail, owncc, steps_t, steps_m, nsteps, chunks, folded)``, the window queues' rows
+    (``suffix``, ``csuffix``: a row per slice at least), ``own``'s chunk counts, the bound's steps
+    and room for the chunks the words' queue folds (a chunk each: kept, not allocated per search).
 
     A window that passes the counts is first bounded by the chunk counts (``_chunk_bound``;
     most windows of a fragmented machine fail there, at a sixteenth of the cost), with a window
@@ -351,12 +355,11 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
     of the window's start goes to ``scratch``'s steps (``_raise``): ``steps_t[j]``, ``steps_m[j]``
     for ``j < nsteps[0]``, "the windows that start before ``steps_t[j]`` keep at most ``steps_m[j]``
     cores free"."""
-    suffix, tail, out, csuffix, ctail, owncc, steps_t, steps_m, nsteps = scratch
+    suffix, tail, out, csuffix, ctail, owncc, steps_t, steps_m, nsteps, chunks, folded = scratch
     nsteps[0] = 0
     last = len(times)
     nwords, nchunks = len(tail), len(ctail)
-    chunks = np.empty(nchunks, dtype=np.int64)  # the chunks whose words the words' queue folds
-    folded = np.zeros(nchunks, dtype=np.bool_)
+    folded[:] = False  # ``chunks``: the chunks whose words the words' queue folds (set with ``folded``)
     nfolded = 0
     base = split = end = 0  # the words' window queue: suffix[j - base] = slices j .. split-1
     cbase = csplit = cend = 0  # the chunks' one
@@ -388,17 +391,17 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
             cbase, csplit, cend = i, k, k
         else:
             cend = max(cend, k)
-        bound = _chunk_bound(csuffix[i - cbase], ctail)
+        bound = _chunk_bound(csuffix, i - cbase, ctail)
         if bound < n:
             lo, hi = i, csplit - 1  # the last start up to hi whose bound still fails
-            top = _chunk_bound(csuffix[hi - cbase], ctail)
+            top = _chunk_bound(csuffix, hi - cbase, ctail)
             if top < n:  # the bounds grow with the start: the last one bounds the windows skipped
                 most = _raise(most, top, begin, steps_t, steps_m, nsteps)
                 i = hi + 1
                 continue
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                middle = _chunk_bound(csuffix[mid - cbase], ctail)
+                middle = _chunk_bound(csuffix, mid - cbase, ctail)
                 if middle < n:
                     lo, bound = mid, middle
                 else:
@@ -408,16 +411,16 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
             continue
         # only the chunks with a core free in every slice of the window can hold its cores: the
         # words' queue folds those (its chunks), and is folded anew when a window needs others
-        kept_chunks = csuffix[i - cbase]
+        ci = i - cbase  # the window's row of the chunks' queue (rows indexed in place)
         fresh = i >= split
         for c in range(nchunks):
-            if not folded[c] and min(kept_chunks[c], ctail[c]) > 0:
+            if not folded[c] and min(csuffix[ci, c], ctail[c]) > 0:
                 fresh = True
                 break
         if fresh:
             nfolded = 0
             for c in range(nchunks):
-                folded[c] = min(kept_chunks[c], ctail[c]) > 0
+                folded[c] = min(csuffix[ci, c], ctail[c]) > 0
                 if folded[c]:
                     chunks[nfolded] = c
                     nfolded += 1
@@ -426,25 +429,25 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
             base, split, end = i, k, k
         else:
             end = max(end, k)
-        kept = suffix[i - base]
-        size = _upper(kept, tail, chunks, nfolded, folded, kept_chunks, ctail)  # exact: no other chunk has a core
+        di = i - base  # the window's row of the words' queue
+        size = _upper(suffix, di, tail, chunks, nfolded, folded, csuffix, ci, ctail)  # exact: no other chunk has a core
         if size >= n:
             out[:] = 0
             for a in range(nfolded):
                 for w in range(chunks[a] * CHUNK, min((chunks[a] + 1) * CHUNK, nwords)):
-                    out[w] = kept[w] & tail[w]
+                    out[w] = suffix[di, w] & tail[w]
             _lowest(out.copy(), n, out)
             return i, most
         # _Windows.after_failing on that bound: the last start up to both queues' split whose bound fails
         lo, hi = i, min(split, csplit) - 1
-        top = _upper(suffix[hi - base], tail, chunks, nfolded, folded, csuffix[hi - cbase], ctail)
+        top = _upper(suffix, hi - base, tail, chunks, nfolded, folded, csuffix, hi - cbase, ctail)
         if top < n:
             most = _raise(most, top, begin, steps_t, steps_m, nsteps)
             i = hi + 1
             continue
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            middle = _upper(suffix[mid - base], tail, chunks, nfolded, folded, csuffix[mid - cbase], ctail)
+            middle = _upper(suffix, mid - base, tail, chunks, nfolded, folded, csuffix, mid - cbase, ctail)
             if middle < n:
                 lo, size = mid, middle
             else:
@@ -458,12 +461,12 @@ def find(times, counts, rows, pool, cpool, origin, n, duration, stop, own, own_s
 def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, active):
     """Whether a reservation on the ``n`` cores ``own`` over slices ``[first, stop)`` keeps them
     at its start (``CoreProfile.reinsertion``): it does unless a core below its highest, not
-    its own, is free throughout. Only the chunks with a core free in the first slice are read
-    (its chunk counts), and of them only those set in ``allowed`` (a bit per chunk: the others
-    are known to hold no such core, see ``scan``); the words of the cores free there are
-    intersected slice by slice, each dropped once empty, until none is left (usually within a
-    few slices). ``active``: room for the indices of those words (unsigned: no wraparound), as
-    many as ``own`` has words."""
+    its own, is free throughout. Only the chunks with a core free in the first and in the last
+    slice are read (their chunk counts), and of them only those set in ``allowed`` (a bit per
+    chunk: the others are known to hold no such core, see ``scan``); the words of the cores free
+    in both are intersected slice by slice, each dropped once empty, until none is left (usually
+    within a few slices; the last slice first, as a reservation's two ends differ most). ``active``: room for the indices of those words in its row 0 (unsigned: no
+    wraparound), as many as ``own`` has words; rows are indexed in place, not as views."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
@@ -473,16 +476,16 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, acti
     for shift in (1, 2, 4, 8, 16, 32):
         smear |= smear >> np.uint64(shift)
     live = 0
-    row, chunks = pool[rows[first]], cpool[rows[first]]
+    r0, r1 = rows[first], rows[stop - 1]
     for c in range(top // CHUNK + 1):
-        if chunks[c] == 0 or not (allowed[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
+        if cpool[r0, c] == 0 or cpool[r1, c] == 0 or not (allowed[c >> 6] >> np.uint64(c & 63)) & np.uint64(1):
             continue
         for w in range(c * CHUNK, min((c + 1) * CHUNK, top + 1)):
             below = ~own[w] if w < top else (smear >> np.uint64(1)) & ~own[w]
-            v = below & row[w]
+            v = below & pool[r0, w] & pool[r1, w]
             tail[w] = v
             if v:
-                active[live] = w
+                active[0, live] = w
                 live += 1
     for k in range(first + 1, stop):
         if live == 0:
@@ -490,11 +493,11 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, acti
         r = rows[k]  # indexed in place: a view per slice costs two atomic reference counts
         kept = 0
         for a in range(live):
-            w = active[a]
+            w = active[0, a]
             v = tail[w] & pool[r, w]
             tail[w] = v
             if v:
-                active[kept] = w
+                active[0, kept] = w
                 kept += 1
         live = kept
     return live == 0
@@ -528,15 +531,15 @@ def lower_cores(times, rows, pool, cpool, n, start, reserved_end, own, own_size,
     first = np.searchsorted(times, start, side="right") - 1
     stop = max(first + 1, np.searchsorted(times, reserved_end))  # no view of ``times``
     # ``active``: a row of the window queue's scratch (free between searches), not an allocation
-    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, scratch[0][0]):
+    if own_size == n and _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, scratch[0]):
         return 0
     nwords = len(tail)
     for w in range(nwords):
         tail[w] = _ALL
     for k in range(first, stop):
-        row = pool[rows[k]]
+        r = rows[k]  # indexed in place (no view)
         for w in range(nwords):
-            tail[w] &= row[w] | own[w]
+            tail[w] &= pool[r, w] | own[w]
     _lowest(tail, n, out)
     for w in range(nwords):
         if out[w] != own[w]:
@@ -675,7 +678,11 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
     earlier, its lower cores are looked for on the same condition (``reinsertion`` looks always).
     They are looked for only in the chunks those frees touched (``log_chunks``, a bit per chunk
     per entry): a lower core free throughout the reservation now was not at its last check (it
-    then had the lowest cores), so an entry since that meets it freed that core. A search also
+    then had the lowest cores), so an entry since that meets it freed that core; and only entries
+    whose ``[pre, ext)`` (``free_around``) holds the whole reservation count, as for a window in
+    ``_window_bounds``: after the last entry that freed that core in the reservation, the core was
+    free throughout it (only takes since), so no slice around the entry's interval and within the
+    reservation lacked all of the entry's cores. A search also
     starts after the starts that the pass's earlier answers rule out (``nofit``, ``kept[0]``
     bounds, as the counting model's ``NoFitBefore``: ``_no_fit_before``), and each answer adds one."""
     earliest = np.inf
@@ -697,7 +704,8 @@ def scan(times, counts, rows, pool, cpool, origin, now, q, cn, cspan, cstart, ce
                     row_t, row_m, row, row_k[row], bound[row], points, weights, steps_t, steps_m, nsteps)
                 allowed[:] = 0
                 for e in range(since - log_base, log_count - log_base):
-                    if log_a[e] < end and log_b[e] > start:
+                    # it met the reservation, and one of its cores stayed free around all of it
+                    if log_a[e] < end and log_b[e] > start and log_pre[e] <= start and log_ext[e] >= end:
                         during = True
                         for x in range(len(allowed)):
                             allowed[x] |= log_chunks[e, x]
