@@ -21,7 +21,7 @@ import pytest
 
 from batsched_ml.protocol.coreset import lowest_bits
 from batsched_ml.scheduling import core_kernels
-from batsched_ml.scheduling.core_arrays import ArrayCoreProfile
+from batsched_ml.scheduling.core_arrays import ArrayCoreProfile, chunks_kept
 from batsched_ml.scheduling.core_profile import CoreProfile
 
 
@@ -490,3 +490,71 @@ def test_compiled_move_is_remove_then_place(seed):
         _assert_same_profiles(fast, twin)
         assert all(type(p.start) is float for p in fast.placed.values())
     assert moves > 0
+
+
+class _PythonReleaseProfile(ArrayCoreProfile):
+    """``ArrayCoreProfile`` releasing as ``CoreProfile`` does: splits, ``_give_back`` (with its
+    log entry) and the merge, each from Python."""
+
+    def release(self, p) -> None:
+        CoreProfile.release(self, p)
+
+
+def _log(profile) -> list:
+    """The log of freed intervals and the pass's "no fit before" bounds, as lists."""
+    e = profile._log_count - profile._log_base
+    return [profile._log_count, profile._log_a[:e].tolist(), profile._log_b[:e].tolist(), profile._log_n[:e].tolist(),
+            profile._log_pre[:e].tolist(), profile._log_ext[:e].tolist(), profile._log_chunks[:e].tolist(),
+            profile._nofit.tolist(), profile._kept.tolist()]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_release_is_the_python_release(seed):
+    """``ArrayCoreProfile.release`` (one compiled call) against ``CoreProfile.release`` on a twin,
+    through random first fits, removals, passes and advances of time: after every step the same
+    slices, counts, placements, log entries and "no fit before" bounds, and the same answers of
+    every ``scan`` (which reads them)."""
+    rng = random.Random(seed)
+    cores = rng.choice([64, 300, 3000])
+    fast, twin = ArrayCoreProfile(cores, 0.0), _PythonReleaseProfile(cores, 0.0)
+    now = 0.0
+    jobs: dict = {}  # seq -> (fast job, twin job, duration)
+    released = 0
+    for step, action in _driven(rng, cores, fast, twin, jobs):
+        if action < 0.8:  # a pass: it notes "no fit before" bounds, which a release retreats
+            pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
+            spans = [jobs[seq][2] for seq in pending]
+            arrays = [p.candidates([jobs[seq][i] for seq in pending], spans) for i, p in ((0, fast), (1, twin))]
+            q = 0
+            while q < len(pending):
+                found = fast.scan(q, fast.origin, arrays[0])
+                assert _with_int_cores(found) == _with_int_cores(twin.scan(q, twin.origin, arrays[1]))
+                q = found[0] + 1
+        else:
+            released += sum(fast.placed[jobs[seq][0]].end <= now + 7.0 for seq in jobs)
+            now = _time_passes(rng, now, jobs, fast, twin)
+        _assert_same_profiles(fast, twin)
+        assert _log(fast) == _log(twin)
+    assert released > 0 and fast._log_count > 0
+
+
+@pytest.mark.parametrize("cores, kept", [(512, 1), (4096, 4), (8192, 16), (8193, 16), (93312, 96)])
+def test_padded_chunk_counts_stay_zero(cores, kept):
+    """From 8 chunks on, a row keeps whole vector steps of chunk counts (``chunks_kept``); the
+    extra counts hold no core and stay 0 through placements, moves, removals and passes (a
+    non-zero one would loosen every chunk bound and point the folds at words that are not there)."""
+    nwords = -(-cores // 64)
+    assert chunks_kept(nwords, core_kernels.CHUNK) == kept
+    real = -(-nwords // core_kernels.CHUNK)
+    rng, profile = random.Random(cores), ArrayCoreProfile(cores, 0.0)
+    jobs = []
+    for step in range(40):
+        job = _Job(step, max(1, int(cores ** rng.random())))
+        if profile.add_first_fit(job, rng.choice([1.0, 2.5, 7.0])) is not None:
+            profile.confirm(job)
+            jobs.append(job)
+        if step % 5 == 4:
+            profile.remove(jobs.pop(rng.randrange(len(jobs))))
+    assert profile.cpool.shape[1] == len(profile._scratch[4]) == profile._owned_cc.shape[1] == kept
+    assert not profile.cpool[:, real:].any() and not profile._owned_cc[:, real:].any()
+    assert profile.cpool[profile.rows, :real].sum(axis=1).tolist() == profile.counts.tolist()

@@ -765,31 +765,29 @@ def _split_at(times, counts, rows, pool, cpool, spare, nspare, t):
 
 
 @njit(cache=True, nogil=True)
-def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start, old_end, new_start, new_end,
-         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, log_chunks, e, nofit,
-         kept):
-    """A future reservation (cores ``owned[row]`` from ``old_start`` to ``old_end``) moves to
-    ``new_words`` from ``new_start`` (or now) to ``new_end``: ``ArrayCoreProfile.remove`` then
-    ``place``, step for step in one call (slices split, the freed interval logged at entry ``e``,
-    cores given back, equal neighbours merged, slices split, cores taken, the placement's words
-    kept in ``owned[row]``). Returns ``(times, counts, rows, nspare, i)``, ``i`` the slice where
-    it starts; ``spare`` must hold the 4 rows the splits may take."""
-    old_words = owned[row]
+def release(times, counts, rows, pool, cpool, spare, nspare, start, end, words, log_a, log_b, log_n, log_pre, log_ext,
+            log_chunks, e, nofit, kept):
+    """``ArrayCoreProfile.release`` of a placement on the cores ``words`` from ``start`` to a
+    finite ``end`` (after the present's start): slices split at both ends, the freed interval
+    logged at entry ``e`` (with ``free_around`` and the retreat of the "no fit before" bounds),
+    the cores given back and equal neighbours merged, step for step in one call (about 15
+    numpy calls and five kernel calls from Python, for every job that ends). Returns ``(times,
+    counts, rows, nspare)``; ``spare`` must hold the 2 rows the splits may take."""
     i = 0
-    if old_start > times[0]:
-        i, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, old_start)
-    j, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, old_end)
+    if start > times[0]:
+        i, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, start)
+    j, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, end)
     log_a[e] = times[i]
     log_b[e] = times[j] if j < len(times) else np.inf
     freed = 0
-    for w in range(len(old_words)):
-        freed += popcount(old_words[w])
+    for w in range(len(words)):
+        freed += popcount(words[w])
     log_n[e] = freed
-    chunk_mask(old_words, log_chunks[e])
-    log_pre[e], log_ext[e] = free_around(times, pool, rows, i, j, old_words)
+    chunk_mask(words, log_chunks[e])
+    log_pre[e], log_ext[e] = free_around(times, pool, rows, i, j, words)
     if kept[0]:
         retreat_no_fit(nofit, kept[0], log_a[e])
-    give_back(pool, cpool, rows, counts, i, j, old_words)
+    give_back(pool, cpool, rows, counts, i, j, words)
     lo, hi = max(i, 1), min(j + 1, len(times) - 1)
     if lo <= hi:
         equal = same_as_previous(pool, rows, counts, lo, hi)
@@ -800,6 +798,21 @@ def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start
                 nspare += 1
                 keep[k] = False
             times, counts, rows = times[keep], counts[keep], rows[keep]
+    return times, counts, rows, nspare
+
+
+@njit(cache=True, nogil=True)
+def move(times, counts, rows, pool, cpool, spare, nspare, origin, row, old_start, old_end, new_start, new_end,
+         new_words, owned, owned_cc, checked, nsteps, log_a, log_b, log_n, log_pre, log_ext, log_chunks, e, nofit,
+         kept):
+    """A future reservation (cores ``owned[row]`` from ``old_start`` to ``old_end``) moves to
+    ``new_words`` from ``new_start`` (or now) to ``new_end``: ``ArrayCoreProfile.remove`` then
+    ``place``, step for step in one call (``release``: slices split, the freed interval logged at
+    entry ``e``, cores given back, equal neighbours merged; then slices split, cores taken, the placement's words
+    kept in ``owned[row]``). Returns ``(times, counts, rows, nspare, i)``, ``i`` the slice where
+    it starts; ``spare`` must hold the 4 rows the splits may take."""
+    times, counts, rows, nspare = release(times, counts, rows, pool, cpool, spare, nspare, old_start, old_end, owned[row],
+                                          log_a, log_b, log_n, log_pre, log_ext, log_chunks, e, nofit, kept)
     i = 0
     if new_start > origin:
         i, times, counts, rows, nspare = _split_at(times, counts, rows, pool, cpool, spare, nspare, new_start)
