@@ -455,6 +455,14 @@ def _with_int_cores(found: tuple) -> tuple:
     return q, code, moved, most, earliest
 
 
+def _pass_arrays(fast, twin, jobs: dict) -> tuple[list, list]:
+    """The reservations a pass re-examines (those not starting now, in queue order) and the scan
+    arrays of each twin for them."""
+    pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
+    spans = [jobs[seq][2] for seq in pending]
+    return pending, [p.candidates([jobs[seq][i] for seq in pending], spans) for i, p in ((0, fast), (1, twin))]
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_compiled_move_is_remove_then_place(seed):
     """``ArrayCoreProfile.move`` (one compiled call) against ``remove`` then ``place`` on a twin
@@ -467,9 +475,7 @@ def test_compiled_move_is_remove_then_place(seed):
     moves = 0
     for step, action in _driven(rng, cores, fast, twin, jobs):
         if action < 0.9:  # a pass: every reservation ``scan`` stops at moves, by ``move`` or by remove + place
-            pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
-            spans = [jobs[seq][2] for seq in pending]
-            arrays = [p.candidates([jobs[seq][i] for seq in pending], spans) for i, p in ((0, fast), (1, twin))]
+            pending, arrays = _pass_arrays(fast, twin, jobs)
             q = 0
             while q < len(pending):
                 found = fast.scan(q, fast.origin, arrays[0])
@@ -522,9 +528,7 @@ def test_compiled_release_is_the_python_release(seed):
     released = 0
     for step, action in _driven(rng, cores, fast, twin, jobs):
         if action < 0.8:  # a pass: it notes "no fit before" bounds, which a release retreats
-            pending = [seq for seq in sorted(jobs) if fast.placed[jobs[seq][0]].start > fast.origin]
-            spans = [jobs[seq][2] for seq in pending]
-            arrays = [p.candidates([jobs[seq][i] for seq in pending], spans) for i, p in ((0, fast), (1, twin))]
+            pending, arrays = _pass_arrays(fast, twin, jobs)
             q = 0
             while q < len(pending):
                 found = fast.scan(q, fast.origin, arrays[0])
