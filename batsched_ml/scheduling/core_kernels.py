@@ -465,8 +465,9 @@ def _keeps_its_cores(pool, cpool, rows, first, stop, own, n, tail, allowed, acti
     slice are read (their chunk counts), and of them only those set in ``allowed`` (a bit per
     chunk: the others are known to hold no such core, see ``scan``); the words of the cores free
     in both are intersected slice by slice, each dropped once empty, until none is left (usually
-    within a few slices; the last slice first, as a reservation's two ends differ most). ``active``: room for the indices of those words in its row 0 (unsigned: no
-    wraparound), as many as ``own`` has words; rows are indexed in place, not as views."""
+    within a few slices; the last slice is read first, as a reservation's two ends differ most).
+    ``active``: room for the indices of those words in its row 0 (unsigned: no wraparound), as
+    many as ``own`` has words; rows are indexed in place, not as views."""
     top = len(own) - 1
     while top >= 0 and own[top] == 0:
         top -= 1
