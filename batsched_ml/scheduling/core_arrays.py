@@ -219,12 +219,18 @@ class ArrayCoreProfile(CoreProfile):
         self._steps_t[row, :steps] = steps_t[:steps]
         self._steps_m[row, :steps] = steps_m[:steps]
 
+    def _next_log_entry(self) -> int:
+        """The index of the freed-log entry about to be written (the caller then counts it in
+        ``_log_count``); a full log starts again, so every reservation checked before is searched
+        in full."""
+        if self._log_count - self._log_base == FREED_LOG:
+            self._log_base = self._log_count
+        return self._log_count - self._log_base
+
     def _log_freed(self, i: int, j: int, words: np.ndarray) -> None:
         """The cores ``words`` are being freed in slices ``[i, j)``; also logged: how far
         around that interval one of them stays free (``core_kernels.free_around``)."""
-        if self._log_count - self._log_base == FREED_LOG:
-            self._log_base = self._log_count  # start again: every reservation checked before is searched in full
-        e = self._log_count - self._log_base
+        e = self._next_log_entry()
         self._log_a[e] = self.times[i]
         self._log_b[e] = self.times[j] if j < len(self.times) else np.inf
         self._log_n[e] = int(np.bitwise_count(words).sum())
@@ -240,13 +246,12 @@ class ArrayCoreProfile(CoreProfile):
         ``_merge_around`` do them): every job that ends and every reservation dropped passes here."""
         if p.end <= self.times[0] or p.end == INF:
             return super().release(p)
-        if self._log_count - self._log_base == FREED_LOG:
-            self._log_base = self._log_count  # as ``_log_freed``
+        e = self._next_log_entry()
         self._spare_rows(2)  # the splits' rows
         self.times, self.counts, self.rows, self._nspare = self._k.release(
             self.times, self.counts, self.rows, self.pool, self.cpool, self._spare, self._nspare, float(p.start),
             float(p.end), self._words(self._held(p)), self._log_a, self._log_b, self._log_n, self._log_pre,
-            self._log_ext, self._log_chunks, self._log_count - self._log_base, self._nofit, self._kept)
+            self._log_ext, self._log_chunks, e, self._nofit, self._kept)
         self._log_count += 1
 
     def _register(self, job, p):
@@ -272,14 +277,13 @@ class ArrayCoreProfile(CoreProfile):
         placed, row = self.placed[job], self._owned_rows.get(job)
         if row is None or placed.end <= self.times[0] or placed.end == INF or end == INF:
             return super().move(job, start, end, used if isinstance(used, int) else self._mask(used))
-        if self._log_count - self._log_base == FREED_LOG:
-            self._log_base = self._log_count  # as ``_log_freed``
+        e = self._next_log_entry()
         self._spare_rows(4)  # the splits' rows
         self.times, self.counts, self.rows, self._nspare, i = self._k.move(
             self.times, self.counts, self.rows, self.pool, self.cpool, self._spare, self._nspare, self.origin, row,
             placed.start, placed.end, start, end, self._words(used), self._owned, self._owned_cc, self._checked,
             self._nsteps, self._log_a, self._log_b, self._log_n, self._log_pre, self._log_ext, self._log_chunks,
-            self._log_count - self._log_base, self._nofit, self._kept)
+            e, self._nofit, self._kept)
         self._log_count += 1
         del self.placed[job]  # re-registered below, as by ``remove`` and ``place``
         self._owned_rows[job] = self._owned_rows.pop(job)
