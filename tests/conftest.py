@@ -11,13 +11,14 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def shared_dir() -> Path | None:
+    """The team's shared data (golden Batsim runs, full traces), or None when absent.
+
+    ``BATSCHED_ML_SHARED``, when set, is the only place looked at (an empty folder hides the data: CI's
+    second pass runs that way); otherwise ``../shared`` beside the clone.
+    """
     env = os.environ.get("BATSCHED_ML_SHARED")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[2] / "shared")
-    for path in candidates:
-        if (path / "golden").is_dir():
-            return path
-    return None
+    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
+    return path if (path / "golden").is_dir() else None
 
 
 @pytest.fixture
@@ -26,6 +27,54 @@ def shared() -> Path:
     if path is None:
         pytest.skip("../shared (golden Batsim runs, traces) is not available")
     return path
+
+
+class SharedDataRecorder:
+    """Records the tests that read the shared data, so that CI can rerun them with it hidden.
+
+    A test that opens, lists or hands a subprocess a path under the shared folder is recorded (Python's
+    audit hooks see every ``open``, directory listing and ``subprocess.Popen``); with the data hidden it
+    must skip or pass, never fail: that is what a user's clone, which has no ``../shared``, meets.
+    """
+
+    EVENTS = ("open", "os.listdir", "os.scandir", "glob.glob", "subprocess.Popen", "os.exec")
+
+    def __init__(self, root: Path, output: Path):
+        self.root = str(root.resolve())
+        self.output = output
+        self.current: str | None = None
+        self.touched: set[str] = set()
+        import sys
+
+        sys.addaudithook(self._audit)
+
+    def _audit(self, event: str, args: tuple) -> None:
+        if self.current is None or event not in self.EVENTS or self.current in self.touched:
+            return
+        for arg in args:
+            items = arg if isinstance(arg, (list, tuple)) else (arg,)
+            if any(isinstance(item, (str, bytes, os.PathLike)) and self.root in os.fsdecode(item)
+                   for item in items if not isinstance(item, int)):
+                self.touched.add(self.current)
+                return
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item):
+        self.current = item.nodeid
+        yield
+        self.current = None
+
+    def pytest_sessionfinish(self):
+        if self.touched:
+            with open(self.output, "a", encoding="utf-8") as out:
+                out.writelines(f"{nodeid}\n" for nodeid in sorted(self.touched))
+
+
+def pytest_configure(config):
+    output = os.environ.get("BATSCHED_ML_RECORD_SHARED_TESTS")
+    root = shared_dir()
+    if output and root is not None:
+        config.pluginmanager.register(SharedDataRecorder(root, Path(output)), "shared-data-recorder")
 
 
 def _free_port() -> int:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import shared_dir  # tests/ is on sys.path (pytest's rootdir conftest)
 from batsched_ml.analysis.metrics import compute_metrics, merge_attempts, read_jobs_csv
 from batsched_ml.classifiers import (
     FEATURE_NAMES,
@@ -26,9 +26,9 @@ from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling.easy import EasyBackfilling
 from batsched_ml.simulator import engine
 
-SHARED = Path(os.environ.get("BATSCHED_ML_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-KTH5K = SHARED / "golden" / "KTH-5k.json.gz"
-needs_kth = pytest.mark.skipif(not KTH5K.exists(), reason="golden KTH-5k workload absent")
+SHARED = shared_dir()
+KTH5K = SHARED / "golden" / "KTH-5k.json.gz" if SHARED else None
+needs_kth = pytest.mark.skipif(KTH5K is None or not KTH5K.exists(), reason="golden KTH-5k workload absent")
 
 
 class AlwaysSmall(JobClassifier):
@@ -503,6 +503,7 @@ def test_small_first_probability_head_start_bounds_who_passes_whom():
     assert built.scheduler.policy.head_start == 3600 and built.scheduler.policy.by_probability == "both"
 
 
+@needs_kth
 def test_first_week_all_large_then_classified():
     s = build_scheduler("easy", classifier="clairvoyant", store_classes=True)
     result, core = simulate(100, str(KTH5K), s)

@@ -6,12 +6,12 @@ import csv
 import gzip
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from conftest import shared_dir  # tests/ is on sys.path (pytest's rootdir conftest)
 from batsched_ml.analysis import (
     compute_metrics,
     cumulative_bsld,
@@ -22,9 +22,11 @@ from batsched_ml.analysis import (
     read_schedule_csv,
 )
 
-SHARED = Path(os.environ.get("BATSCHED_ML_SHARED",
-                             Path(__file__).resolve().parents[2] / "shared"))
-GOLDEN = SHARED / "golden" / "outputs"
+def _golden_outputs() -> Path:
+    shared = shared_dir()
+    if shared is None:
+        pytest.skip("../shared (golden Batsim runs) is not available")
+    return shared / "golden" / "outputs"
 DATA = Path(__file__).resolve().parent / "data"
 
 # The header exactly as the protocol notes give it (not taken from the code under test).
@@ -59,10 +61,10 @@ KTH_FIGURES = {  # golden README: AVEbsld tau=10, tau=60, mean wait (s), full KT
 
 
 def _golden(variant: str) -> tuple[Path, Path]:
-    jobs = GOLDEN / f"KTH-SP2-1996-2.1-cln.{variant}_jobs.csv.gz"
+    jobs = _golden_outputs() / f"KTH-SP2-1996-2.1-cln.{variant}_jobs.csv.gz"
     if not jobs.is_file():
         pytest.skip(f"golden outputs not available ({jobs})")
-    return jobs, GOLDEN / f"KTH-SP2-1996-2.1-cln.{variant}_schedule.csv"
+    return jobs, jobs.parent / f"KTH-SP2-1996-2.1-cln.{variant}_schedule.csv"
 
 
 def _half_unit(figure: float) -> float:
@@ -101,12 +103,12 @@ def test_golden_kth_figures(variant):
 @pytest.mark.parametrize("variant, bsld10", [("easy", 111.2), ("pybatsim-easyBackfill", 326.6)])
 def test_golden_kth5k_figures(variant, bsld10):
     """The README's KTH-5k figures for batsched easy_bf and pybatsim's easyBackfill."""
-    jobs = GOLDEN / f"KTH-5k.{variant}_jobs.csv.gz"
+    jobs = _golden_outputs() / f"KTH-5k.{variant}_jobs.csv.gz"
     if not jobs.is_file():
         pytest.skip(f"golden outputs not available ({jobs})")
     m = compute_metrics(jobs)
     assert m["avebsld_tau10"] == pytest.approx(bsld10, abs=0.05)
-    s = read_schedule_csv(GOLDEN / f"KTH-5k.{variant}_schedule.csv")
+    s = read_schedule_csv(jobs.parent / f"KTH-5k.{variant}_schedule.csv")
     assert m["mean_wait"] == pytest.approx(s["mean_waiting_time"], abs=1e-5)
 
 

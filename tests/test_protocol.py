@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 from procset import ProcSet
 
+from conftest import shared_dir  # tests/ is on sys.path (pytest's rootdir conftest)
 from batsched_ml.protocol import codec
 from batsched_ml.protocol import decoding as protocol_decode
 from batsched_ml.protocol import encoding as protocol_encode
@@ -42,9 +42,8 @@ TRANSCRIPT_NAMES = ("kill-requeue.log", "tiny-easy_bf.log")
 def _transcript_dir() -> Path | None:
     """The bundled copies first (offline), then the team's shared golden directory."""
     candidates = [Path(__file__).resolve().parent / "data" / "transcripts"]
-    if os.environ.get("BATSCHED_ML_SHARED"):
-        candidates.append(Path(os.environ["BATSCHED_ML_SHARED"]) / "golden" / "transcripts")
-    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "golden" / "transcripts")
+    if shared_dir() is not None:
+        candidates.append(shared_dir() / "golden" / "transcripts")
     for folder in candidates:
         if all((folder / name).is_file() for name in TRANSCRIPT_NAMES):
             return folder

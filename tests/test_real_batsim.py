@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_dir  # tests/ is on sys.path (pytest's rootdir conftest)
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.server.peer import simulate_connected
 from batsched_ml.server.serve import ServerStats, run_server
@@ -53,18 +54,7 @@ needs_batsched = pytest.mark.skipif(BATSCHED is None,
                                     reason="C++ batsched not found (set BATSCHED_BIN or put batsched on PATH)")
 
 
-def _golden() -> Path | None:
-    candidates = []
-    if os.environ.get("BATSCHED_ML_SHARED"):
-        candidates.append(Path(os.environ["BATSCHED_ML_SHARED"]))
-    candidates.append(ROOT.parent / "shared")
-    for path in candidates:
-        if (path / "golden" / "KTH-5k.json.gz").exists():
-            return path / "golden"
-    return None
-
-
-GOLDEN = _golden()
+GOLDEN = shared_dir() / "golden" if shared_dir() is not None else None
 TINY = (DATA / "platform-16.xml", DATA / "tiny.json.gz", DATA / "tiny.easy_jobs.csv")
 if GOLDEN is not None:
     BIG = (GOLDEN / "platform-100.xml", GOLDEN / "KTH-5k.json.gz", GOLDEN / "outputs" / "KTH-5k.easy_jobs.csv.gz")

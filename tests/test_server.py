@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 import zmq
 
+from conftest import shared_dir  # tests/ is on sys.path (pytest's rootdir conftest)
 from batsched_ml.cli import main as cli_main
 from batsched_ml.core.job import QUEUED, RUNNING
 from batsched_ml.protocol import events as ev
@@ -35,18 +35,7 @@ DATA = ROOT / "tests" / "data"
 TIMEOUT = 20.0  # upper bound of any wait in this file (seconds)
 
 
-def _shared() -> Path | None:
-    candidates = []
-    if os.environ.get("BATSCHED_ML_SHARED"):
-        candidates.append(Path(os.environ["BATSCHED_ML_SHARED"]))
-    candidates.append(Path(__file__).resolve().parents[2] / "shared")
-    for path in candidates:
-        if (path / "golden" / "KTH-5k.json.gz").exists():
-            return path / "golden"
-    return None
-
-
-GOLDEN = _shared()
+GOLDEN = shared_dir() / "golden" if shared_dir() is not None else None
 # KTH-5k on 100 hosts when the team's golden files are there, the bundled tiny workload otherwise.
 if GOLDEN is not None:
     BIG = (GOLDEN / "platform-100.xml", GOLDEN / "KTH-5k.json.gz")

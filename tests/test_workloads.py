@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from conftest import shared_dir  # tests/ is on sys.path (pytest's rootdir conftest)
 from batsched_ml.workloads import (
     SWF_FIELDS,
     PlatformError,
@@ -34,19 +34,15 @@ REPO = Path(__file__).resolve().parents[1]
 EXCERPT = DATA / "kth-excerpt.swf"
 
 
-def _shared() -> Path:
-    env = os.environ.get("BATSCHED_ML_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
+def _need_shared(relative: str) -> Path:
+    """A file or folder of the shared data, or a skip when it (or the whole data) is absent."""
+    shared = shared_dir()
+    if shared is None or not (shared / relative).exists():
+        pytest.skip(f"shared material absent: ../shared/{relative}")
+    return shared / relative
 
 
-SHARED = _shared()
-KTH_SWF = SHARED / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
-
-
-def _need_shared(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared material absent: {path}")
-    return path
+KTH_SWF = "traces/KTH-SP2-1996-2.1-cln.swf.gz"
 
 
 def _read_json(path: Path):
@@ -88,7 +84,7 @@ def _line(job, submit, run, alloc, req_procs, req_time, user=1, extra="-1 -1 -1"
 
 def test_golden_kth_full_and_5k():
     trace = read_swf(_need_shared(KTH_SWF))
-    golden_dir = _need_shared(SHARED / "golden")
+    golden_dir = _need_shared("golden")
     full, report = swf_to_workload(trace)
     assert_matches_golden(full, _read_json(golden_dir / "KTH-SP2-1996-2.1-cln.json.gz"))
     assert (report.read, report.kept) == (28476, 28467)
