@@ -23,7 +23,7 @@ try:  # optional accelerator for parsing; results are checked equal to json.load
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = None
 
-__all__ = ["decode"]
+__all__ = ["decode", "event_text", "load_json"]
 
 
 def _reject_constant(name: str):
@@ -66,7 +66,10 @@ def _load(raw):
         raise ProtocolError(f"message is not valid JSON ({error}): {excerpt(text)}") from None
 
 
-def _event_text(event, message_size: int) -> str:
+load_json = _load  # the same JSON reading for the Batsim 5 codec (``protocol.v5``)
+
+
+def event_text(event, message_size: int) -> str:
     """The offending event for an error text: its JSON when the message is small, else a short repr."""
     if message_size <= 4 * EXCERPT:
         try:
@@ -139,10 +142,10 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
             events.append(parser(ts, data, now))
         except Invalid as problem:
             shown = etype if type(etype) is str else "?"
-            event_text = _event_text(event, len(raw))
+            shown_event = event_text(event, len(raw))
             raise ProtocolError(
                 f"{DIRECTION_TEXT[direction]} message, event #{index} ({shown}): {problem}; "
-                f"event: {event_text}; message: {excerpt(raw)}",
+                f"event: {shown_event}; message: {excerpt(raw)}",
                 index=index,
                 event_type=etype if type(etype) is str else None,
             ) from None
