@@ -256,20 +256,38 @@ class FirstFit(QueueScheduler):
         self.end_pass(ctx)
 
 
-class KillAtTime(FirstFit):
+class Requeueing(FirstFit):
+    """FirstFit that requeues every job it has killed (``ctx.requeue``: ``<id>#1`` on a copy of its
+    profile) and knows when every static job was submitted."""
+
+    may_requeue = True
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.static_over = False
+
+    def on_job_killed(self, job, progress, ctx) -> None:
+        if progress is not None:
+            ctx.requeue(job)
+
+    def on_notify(self, kind, ctx) -> None:
+        super().on_notify(kind, ctx)
+        if kind == ev.NO_MORE_STATIC_JOB_TO_SUBMIT:
+            self.static_over = True
+
+
+class KillAtTime(Requeueing):
     """``py-json-kill-requeue-v4scenario`` (4.2.1's kill-requeue scenario): the first job started
     is killed at ``at`` seconds (a call asked for that date) and requeued; registration ends once
     every static job was submitted and every job has ended."""
 
     name = "kill-at-time-test"
-    may_requeue = True
 
     def __init__(self, at: float = 5.0, **options):
         super().__init__(**options)
         self.at = at
         self.victim = None
         self.jobs = {}
-        self.static_over = False
 
     def on_simulation_begins(self, nb_cores, ctx) -> None:
         super().on_simulation_begins(nb_cores, ctx)
@@ -288,31 +306,20 @@ class KillAtTime(FirstFit):
         if self.victim is not None and self.victim.state == RUNNING:
             ctx.kill(self.victim)
 
-    def on_job_killed(self, job, progress, ctx) -> None:
-        if progress is not None:
-            ctx.requeue(job)
-
-    def on_notify(self, kind, ctx) -> None:
-        super().on_notify(kind, ctx)
-        if kind == ev.NO_MORE_STATIC_JOB_TO_SUBMIT:
-            self.static_over = True
-
     def registration_finished(self) -> bool:
         return self.static_over and all(job.state not in (QUEUED, RUNNING) for job in self.jobs.values())
 
 
-class PreemptOnce(FirstFit):
+class PreemptOnce(Requeueing):
     """``py-json-kill-requeue``: the first job that asks for the whole machine while others run has
     them killed and requeued (once); registration ends when every static job was submitted."""
 
     name = "preempt-once-test"
-    may_requeue = True
 
     def __init__(self, **options):
         super().__init__(**options)
         self.preempted = False
         self.nb_hosts = 0
-        self.static_over = False
 
     def on_simulation_begins(self, nb_cores, ctx) -> None:
         super().on_simulation_begins(nb_cores, ctx)
@@ -324,15 +331,6 @@ class PreemptOnce(FirstFit):
             self.preempted = True
             for running in list(ctx.running.values()):
                 ctx.kill(running)
-
-    def on_job_killed(self, job, progress, ctx) -> None:
-        if progress is not None:
-            ctx.requeue(job)
-
-    def on_notify(self, kind, ctx) -> None:
-        super().on_notify(kind, ctx)
-        if kind == ev.NO_MORE_STATIC_JOB_TO_SUBMIT:
-            self.static_over = True
 
     def registration_finished(self) -> bool:
         return self.static_over

@@ -178,7 +178,7 @@ def test_probe_frame_without_batsims_nul_byte(tmp_path):
 
 def test_probe_unknown_event_type(tmp_path):
     error = probe(tmp_path, INIT, BEGINS, frame(1.0, (1.0, "JOB_SUBMITTED", {})))
-    assert "event #0 (JOB_SUBMITTED): unknown event type for the Batsim->EDC direction; known types: " \
+    assert "event #0 (JOB_SUBMITTED): unknown event type for the events direction (Batsim->EDC); known types: " \
            "SimulationBeginsEvent" in error
 
 
@@ -205,9 +205,9 @@ def test_probe_event_before_the_previous_now(tmp_path):
 
 def test_probe_timestamp_after_now_and_unsorted_events(tmp_path):
     error = probe(tmp_path, INIT, BEGINS, frame(1.0, submitted(2.0)))
-    assert "timestamp 2.0 is later than the message's now=1.0" in error
+    assert "event #0 (JobSubmittedEvent): event timestamp 2.0 is later than the message now=1.0" in error
     error = probe(tmp_path, INIT, BEGINS, frame(3.0, submitted(2.0), submitted(1.0, "w0!2")))
-    assert "event #1 (JobSubmittedEvent): events are not in chronological order" in error
+    assert "event #1 (JobSubmittedEvent): events are not sorted by timestamp: 1.0 comes after 2.0" in error
 
 
 def test_probe_first_event_must_be_simulation_begins(tmp_path):

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from .. import events as ev
 from ..errors import quote as _q
-from ..members import MAX_CORE_ID, Invalid
-from .envelope import OutOfOrder
+from ..members import MAX_CORE_ID, Invalid, OutOfOrder
 from .forms import (KILLED_RETURN_CODE, count_member, full_profile_id, job_from_v5, job_id_member, job_ids_member,
                     job_to_v5, member, profile_to_v5, read_profile_and_id, signed_return_code, uint32_return_code)
 

@@ -9,87 +9,45 @@ one too (Batsim's C++ message builder adds it; rc2 adds its own when it reads).
 
 from __future__ import annotations
 
-import math
-
-from ..decoding import event_text, load_json
+from ..decoding import read_message as read_envelope
 from ..encoding import number_text
-from ..errors import ProtocolError, ProtocolViolation, excerpt, quote as _q
+from ..errors import ProtocolError, excerpt, quote as _q
 from ..events import Message
-from ..members import Invalid, is_number
 
-__all__ = ["NUL", "OutOfOrder", "event_json", "frame", "read_message"]
+__all__ = ["KEYS", "NUL", "bind", "event_json", "frame", "read_message"]
 
 NUL = b"\0"
+KEYS = ("event_type", "event")  # where Batsim 5 puts an event's type and body (4.2.1: type, data)
 
 
-class OutOfOrder(Invalid):
-    """A well-formed event that Batsim 5 never sends at this point (a second SimulationBeginsEvent,
-    a completion of a job that does not run...): reported as a ProtocolViolation."""
+def read_message(raw: bytes, readers: dict, *, sender: str, direction: str, nul: bool, on_now=None) -> Message:
+    """Parse and check one message with the rules both Batsim lines share
+    (:func:`batsched_ml.protocol.decoding.read_message`); ``readers[event_type](timestamp, event,
+    now)`` (see :func:`bind`) turns each event into a typed one (None when the session consumes it,
+    like an acknowledgement).
 
-
-def read_message(raw: bytes, readers: dict, state, *, direction: str, nul: bool, on_now=None) -> Message:
-    """Parse and check one message; ``readers[event_type](timestamp, event, now, state)`` turns
-    each event into a typed one (or None when it is consumed, like an acknowledgement).
-
-    ``direction`` names the sender for the error texts (``"Batsim->EDC"``); ``nul``: the
-    message must end with Batsim's NUL byte (else one is allowed); ``on_now(now)``, if given,
-    checks ``now`` before any event is read. Raises ProtocolError (ProtocolViolation for
-    :class:`OutOfOrder`)."""
+    ``sender`` names it in the errors (``"Batsim->EDC"``), ``direction`` is ``"events"`` or
+    ``"decisions"``; ``nul``: the message must end with Batsim's NUL byte (else one is allowed);
+    ``on_now(now)`` checks ``now`` before any event. Raises ProtocolError (ProtocolViolation for
+    an event out of order, ``members.OutOfOrder``)."""
     if raw[-1:] == NUL:
         raw = raw[:-1]
     elif nul:
-        raise ProtocolError(f"{direction} message does not end with the NUL byte Batsim 5 writes after every "
+        raise ProtocolError(f"{sender} message does not end with the NUL byte Batsim 5 writes after every "
                             f"message: {excerpt(raw)}")
-    doc = load_json(raw)
-    if type(doc) is not dict:
-        raise ProtocolError(f"{direction} message is not a JSON object but a {type(doc).__name__}: {excerpt(raw)}")
-    now = doc.get("now")
-    if not is_number(now):
-        what = "has no 'now' member" if "now" not in doc else f"'now' must be a finite number, got {_q(now)}"
-        raise ProtocolError(f"{direction} message {what}: {excerpt(raw)}")
-    now = float(now)
-    if on_now is not None:
-        on_now(now)
-    events = doc.get("events")
-    if type(events) is not list:
-        what = "has no 'events' member" if "events" not in doc else "'events' must be an array"
-        raise ProtocolError(f"{direction} message {what}: {excerpt(raw)}")
-    typed = []
-    previous = -math.inf
-    for index, event in enumerate(events):
-        etype = None
-        try:
-            if type(event) is not dict:
-                raise Invalid("an event must be a JSON object {timestamp, event_type, event}")
-            etype = event.get("event_type")
-            if type(etype) is not str:
-                raise Invalid("missing 'event_type'" if etype is None else "'event_type' must be a string")
-            reader = readers.get(etype)
-            if reader is None:
-                raise Invalid(f"unknown event type for the {direction} direction; known types: {', '.join(readers)}")
-            ts = event.get("timestamp")
-            if not is_number(ts):
-                raise Invalid("missing 'timestamp'" if "timestamp" not in event
-                              else f"'timestamp' must be a finite number, got {_q(ts)}")
-            ts = float(ts)
-            if ts > now:
-                raise Invalid(f"timestamp {_q(ts)} is later than the message's now={_q(now)}")
-            if ts < previous:
-                raise Invalid(f"events are not in chronological order: timestamp {_q(ts)} comes after {_q(previous)}")
-            previous = ts
-            body = event.get("event")
-            if type(body) is not dict:
-                raise Invalid("missing 'event'" if body is None else "'event' must be an object")
-            result = reader(ts, body, now, state)
-        except Invalid as problem:
-            shown = etype if type(etype) is str else "?"
-            error = ProtocolViolation if isinstance(problem, OutOfOrder) else ProtocolError
-            raise error(f"{direction} message, event #{index} ({shown}): {problem}; event: "
-                                f"{event_text(event, len(raw))}; message: {excerpt(raw)}",
-                                index=index, event_type=shown) from None
-        if result is not None:
-            typed.append(result)
-    return Message(now, typed)
+    return read_envelope(raw, readers, direction=direction, sender=sender, keys=KEYS, on_now=on_now)
+
+
+def bind(readers: dict, state) -> dict:
+    """``readers`` (``(timestamp, event, now, state)``) with one connection's ``state`` given."""
+    return {etype: _bound(reader, state) for etype, reader in readers.items()}
+
+
+def _bound(reader, state):
+    def read(ts: float, body: dict, now: float):
+        return reader(ts, body, now, state)
+
+    return read
 
 
 def frame(now: float, events: list, *, nul: bool = True) -> bytes:

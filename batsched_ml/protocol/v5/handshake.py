@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 from ..encoding import compact_json
 from ..errors import ProtocolError, excerpt, quote as _q
 from ..members import Invalid
-from .envelope import event_json, frame, read_message
+from .envelope import bind, event_json, frame, read_message
 from .forms import member
 
 __all__ = ["BATPROTOCOL_VERSION", "FLAG_BINARY", "FLAG_JSON", "EDCHello", "SimulationFeatures", "features_for",
@@ -176,7 +176,8 @@ def read_hello_frame(raw: bytes) -> EDCHello:
     if not flags & FLAG_JSON:
         what = "flatbuffers binary (0x1)" if flags & FLAG_BINARY else f"no known format ({flags:#x})"
         raise ProtocolError(f"EDC hello asks for {what}: batsched-ml speaks batprotocol's JSON format (flag 0x2)")
-    message = read_message(bytes(raw[4:]), {"EDCHelloEvent": _read_hello}, None, direction="EDC->Batsim", nul=False)
+    message = read_message(bytes(raw[4:]), bind({"EDCHelloEvent": _read_hello}, None), sender="EDC->Batsim",
+                           direction="decisions", nul=False)
     if len(message.events) != 1:
         raise ProtocolError(f"EDC hello: the message must hold exactly one EDCHelloEvent, it holds "
                             f"{len(message.events)}: {excerpt(raw[4:])}")

@@ -17,7 +17,7 @@ from ..events import JobSubmitted, Message, SimulationBegins
 from ..members import Invalid
 from .batsim_events import EVENT_READERS, EVENT_WRITERS
 from .edc_decisions import DECISION_READERS, write_decision
-from .envelope import event_json, frame, read_message
+from .envelope import bind, event_json, frame, read_message
 from .handshake import EDCHello, hello_frame, init_frame, read_hello_frame, read_init_frame
 
 __all__ = ["BatsimSession", "EDCSession"]
@@ -45,6 +45,7 @@ class EDCSession:
         self.ended = False
         self.last_now: float | None = None
         self._calls_made = 0
+        self._readers = bind(EVENT_READERS, self)
 
     def handshake(self, raw: bytes) -> bytes:
         """Batsim's init frame -> our hello frame."""
@@ -69,7 +70,8 @@ class EDCSession:
         if self.init_data is None:
             raise ProtocolViolation("Batsim 5 sent a message before its init frame")
         previous = self.last_now
-        message = read_message(raw, EVENT_READERS, self, direction=BATSIM_TO_EDC, nul=True, on_now=self._check_now)
+        message = read_message(raw, self._readers, sender=BATSIM_TO_EDC, direction="events", nul=True,
+                               on_now=self._check_now)
         events = message.events
         if previous is not None and events and events[0].timestamp < previous:
             raise ProtocolViolation(f"{BATSIM_TO_EDC} message at now={message.now!r}: event #0 ({events[0].type}) has "
@@ -114,6 +116,7 @@ class BatsimSession:
         self._pending: list = []  # heap of (date, order, call id)
         self._asked = 0
         self._acks: list = []  # (job id, job, date) registered, to acknowledge
+        self._readers = bind(DECISION_READERS, self)
 
     def init_frame(self) -> bytes:
         return init_frame(self.init)
@@ -169,4 +172,4 @@ class BatsimSession:
 
     def decode(self, raw: bytes) -> Message:
         """A reply -> typed decisions, checked as rc2 reads them."""
-        return read_message(raw, DECISION_READERS, self, direction=EDC_TO_BATSIM, nul=False)
+        return read_message(raw, self._readers, sender=EDC_TO_BATSIM, direction="decisions", nul=False)
