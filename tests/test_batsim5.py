@@ -349,3 +349,31 @@ def test_session_encodes_our_decisions_as_rc2_reads_them():
     assert edc.calls == {"c1": 5.0, "c2": 7.0000101} and list(edc.unacknowledged) == ["w0!3#1"]
     with pytest.raises(ProtocolError, match="SET_JOB_METADATA has no Batsim 5 form"):
         edc.encode(ev.Message(1.0, [ev.SetJobMetadata(1.0, "w0!1", "x")]))
+
+
+# ------------------------------------------------------------------ deployment
+
+
+def test_batsim5_deployment_runs_batsims_own_flake_at_rc2():
+    """docker-compose's ``batsim5`` service (profile ``batsim5``) and ``nix/batsim5.nix`` build Batsim
+    5.0.0-rc2 from Batsim's flake at ba7ea85f and connect it to the same ``scheduler`` service."""
+    import re
+    import shutil
+
+    yaml = pytest.importorskip("yaml")
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    batsim5 = services["batsim5"]
+    assert batsim5["profiles"] == ["batsim5"] and "scheduler" in batsim5["depends_on"]
+    script = batsim5["command"][-1].replace("$$", "$")
+    assert "nix-build --no-out-link /data/nix/batsim5.nix -A batsim" in script and "flakes" in script
+    assert "--edc-socket-str tcp://scheduler:28000 '{}'" in script and '"DelayProfile"' in script
+    assert script.rstrip().splitlines()[-1].strip() == "exit $status"
+    assert "--batsim" not in " ".join(services["scheduler"]["command"])  # serve recognises either Batsim
+    nix = (ROOT / "nix" / "batsim5.nix").read_text()
+    assert re.search(r'rev = "ba7ea85fa20e81415e2f52290b56120192504553"', nix)
+    assert "github:oar-team/batsim/${rev}" in nix
+    exe = shutil.which("nix-instantiate")
+    if exe is not None:
+        done = subprocess.run([exe, "--parse", str(ROOT / "nix" / "batsim5.nix")], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
