@@ -149,7 +149,8 @@ def split(messages: list[bytes], scheduler: str, batsim: str = "4", repeat: int 
         if seconds < best.get("answer_us", float("inf")):
             stats = server.stats
             wall = stats.codec_time + stats.decide_time
-            best = {"answer_us": seconds, "codec_share": stats.codec_time / wall, "decide_share": stats.decide_time / wall}
+            best = {"answer_us": seconds, "codec_share": stats.codec_time / wall,
+                    "decide_share": stats.decide_time / wall}
     best["answer_us"] *= 1e6 / len(frames)
     return best
 

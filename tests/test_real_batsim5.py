@@ -130,8 +130,11 @@ def test_our_batsim5_peer_drives_rc2s_process_scheduler(tmp_path):
     try:
         result = run_connected(PLATFORM_16, ROOT / "tests" / "data" / "tiny.json.gz", endpoint, tmp_path / "peer",
                                timeout=60, batsim="5")
+        assert edc.wait(30) == 0, edc.stderr.read()
     finally:
-        edc.wait(30)
+        if edc.poll() is None:
+            edc.kill()
+            edc.wait()
     assert not result.unfinished
     inproc, _ = simulate(PLATFORM_16, ROOT / "tests" / "data" / "tiny.json.gz", build_scheduler("fcfs"),
                          prefix=tmp_path / "inproc")

@@ -191,7 +191,8 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
 def simulate_connected(args, progress=None) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
     ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``,
-    ``quiet``, ``batsim`` (``"4"`` by default, or ``"5"``)). ``progress``: as for ``Simulator`` (the CLI passes its progress reporter)."""
+    ``quiet``, ``batsim`` (``"4"`` by default, or ``"5"``)). ``progress``: as for ``Simulator`` (the
+    CLI passes its progress reporter)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None

@@ -25,7 +25,7 @@ __all__ = ["EVENT_READERS", "EVENT_WRITERS", "STATIC_JOBS_DONE"]
 
 STATIC_JOBS_DONE = "AllStaticJobsHaveBeenSubmittedEvent"
 _STATIC_EVENTS_DONE = "AllStaticExternalEventsHaveBeenInjectedEvent"
-_FINAL_STATES = {state: state for state in ev.JOB_STATES}
+_FINAL_STATES = frozenset(ev.JOB_STATES)
 
 
 # ------------------------------------------------------------------ reading (serve)
@@ -249,14 +249,14 @@ def _write_begins(event: ev.SimulationBegins, session) -> tuple[str, dict]:
 
 def _profile_and_id(profile_id: str, profile: dict) -> dict:
     kind, body = profile_to_v5(profile)
-    item = {"id": profile_id, "profile_type": kind, "profile": body}
-    return item
+    return {"id": profile_id, "profile_type": kind, "profile": body}
 
 
 def _write_submitted(event: ev.JobSubmitted, session) -> tuple[str, dict]:
     workload = event.job_id.partition("!")[0]
     job = event.job
-    body = {"job_id": event.job_id, "job": job_to_v5(job, workload), "submission_time": job.get("subtime", event.timestamp)}
+    body = {"job_id": event.job_id, "job": job_to_v5(job, workload),
+            "submission_time": job.get("subtime", event.timestamp)}
     if session.features.forward_profiles_on_job_submission:
         profile_id = full_profile_id(workload, job["profile"])
         body["profile"] = _profile_and_id(profile_id, session.profile(profile_id))
