@@ -377,3 +377,21 @@ def test_batsim5_deployment_runs_batsims_own_flake_at_rc2():
         done = subprocess.run([exe, "--parse", str(ROOT / "nix" / "batsim5.nix")], capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 0, done.stderr
+
+
+def test_extra_data_members_become_the_jobs_fields():
+    """Batsim 5 forwards a workload job's ``extra_data`` (an object becomes its JSON text, as rc2 wrote
+    ``"{\\"user\\":12}"`` here): its members are the job's fields, as a 4.2.1 workload's ``user`` was, so
+    the classifiers and user-based predictors read ``job.data["user"]`` under both Batsim lines."""
+    session = EDCSession(EDCHello("batsched-ml", "0", "", features_for(False)))
+    session.handshake(INIT)
+    session.decode(BEGINS)
+    job = submitted(1.0)
+    job[2]["job"]["extra_data"] = '{"user":12,"res":99}'
+    other = submitted(1.0, job_id="w0!2")
+    other[2]["job"]["extra_data"] = "queue=long"
+    message = session.decode(frame(1.0, job, other))
+    first, second = (event.job for event in message.events)
+    assert first["user"] == 12 and first["res"] == 2  # the protocol's own members win
+    assert first["subtime"] == 1.0 and first["walltime"] == 100.0 and first["profile"] == "d1"
+    assert second["extra_data"] == "queue=long" and "user" not in second
