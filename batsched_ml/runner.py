@@ -11,7 +11,7 @@ from .config import RunConfig
 from .core.decision_core import DecisionCore
 from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
 from .validation import output_prefix
-from .workloads import load_workload, read_platform
+from .workloads import load_workload, read_platform, sample_path
 
 if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds its scheduler here without it
     from .simulator.engine import SimulationResult
@@ -49,7 +49,7 @@ def load_inputs(platform, workloads):
     for i, w in enumerate(workloads):
         data = w if isinstance(w, dict) else load_workload(w)
         if not isinstance(w, dict):
-            data = dict(data, source=str(Path(w).resolve()))
+            data = dict(data, source=str(Path(sample_path(w)).resolve()))
         loaded.append((f"w{i}", data))
     return nb_hosts, names, loaded
 
