@@ -135,9 +135,22 @@ def test_one_version_everywhere():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "batsched_ml.__version__"}
+    nix = (ROOT / "nix" / "default.nix").read_text()
+    assert "builtins.readFile ../batsched_ml/__init__.py" in nix and not re.search(r'version = "\d', nix)
     changelog = (ROOT / "CHANGELOG.md").read_text()
     first = re.search(r"^## \[?(\d+\.\d+\.\d+)", changelog, re.M)
     assert first and first.group(1) == batsched_ml.__version__
+
+
+def test_the_samples_are_the_bytes_the_readme_names():
+    """One sample, two places: the package's copy (what a wheel, Docker or Nix build carries, with no
+    link to dereference) and the clone's, which the README's first command names."""
+    from batsched_ml.workloads.samples import SAMPLES, samples_directory
+
+    for name in SAMPLES:
+        top = ROOT / ("workloads" if name.endswith(".json") else "platforms") / name
+        packaged = samples_directory() / name
+        assert not packaged.is_symlink() and packaged.read_bytes() == top.read_bytes(), name
 
 
 def test_the_samples_run_by_name_from_any_directory(tmp_path, monkeypatch, capsys):

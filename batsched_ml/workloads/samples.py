@@ -1,8 +1,9 @@
 """The bundled samples, by name from any directory: ``-w sample:KTH-SP2-1k -p sample:cluster-100``.
 
 The package carries a small workload and its platforms (``batsched_ml/samples/``, package data of
-the wheel; in a clone, links to ``workloads/`` and ``platforms/``), so the quick start runs from
-an installed wheel too. Wherever a workload or platform file is read, ``sample:NAME`` (with or
+the wheel and of the Docker and Nix builds; the same bytes as the clone's ``workloads/`` and
+``platforms/``, which the README's commands name, and one git object each), so the quick start
+runs from an installed wheel too. Wherever a workload or platform file is read, ``sample:NAME`` (with or
 without the file's suffix) names one of them.
 """
 
