@@ -17,10 +17,11 @@ if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds i
     from .simulator.engine import SimulationResult
 
 
-def build_scheduler(scheduler: str = "easy", policy: str | None = None, **settings):
+def build_scheduler(scheduler: str | None = None, policy: str | None = None, **settings):
     """The scheduler of a run, from ``RunConfig`` fields given by name (``reservations="cores"``,
-    ``predictor="eloss"``, ``seed=3``...); any other keyword is an ``-o`` option
-    (``small_threshold=0.35``). The same validation as the command line (``compose.resolve``)."""
+    ``predictor="eloss"``, ``seed=3``, ``preset="easy++"``...; the scheduler ``easy`` unless given or
+    preset); any other keyword is an ``-o`` option (``small_threshold=0.35``). The same validation
+    as the command line (``compose.resolve``)."""
     config = RunConfig.from_kwargs(scheduler=scheduler, policy=policy, **settings)
     return build(config)
 

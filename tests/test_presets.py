@@ -135,3 +135,11 @@ backfill_order = "queue"
     # the report's configurations table gives the preset and what the config changes of it
     assert configs["best"].command == "--preset recommended-classification"
     assert configs["best-80"].command == "--preset recommended-classification -o n_estimators=80"
+
+
+def test_python_takes_a_preset_too():
+    from batsched_ml.runner import build_scheduler
+
+    scheduler = build_scheduler(preset="probabilistic")
+    assert type(scheduler).__name__ == "ProbabilisticBackfilling" and scheduler.distribution_name == "hmm"
+    assert RunConfig.from_kwargs(preset="easy++", backfill_order="queue").predictor == "ave2"
