@@ -52,6 +52,8 @@ def cmd_simulate(args) -> int:
     from ..runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
+    if getattr(args, "batsim", "4") == "5":
+        _check_batsim5_flags(args)
     if args.connect:
         _refuse_scheduler_flags(args)
     else:
@@ -138,6 +140,17 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
     if getattr(args, "dynamic_jobs", None) is False:
         print("batsched-ml: warning: --no-dynamic-jobs is deprecated: dynamic jobs are off unless "
               "--enable-dynamic-jobs is given, as in Batsim", file=sys.stderr)
+
+
+def _check_batsim5_flags(args) -> None:
+    """``simulate --batsim 5``: Batsim 5 has no dynamic-jobs flag (the scheduler's hello asks), and
+    the embedded simulator speaks it to an external scheduler (``--connect``)."""
+    if args.dynamic_jobs is not None:
+        raise ValueError("--enable-dynamic-jobs is a Batsim 4.2.1 flag: under --batsim 5 the scheduler asks for "
+                         "dynamic registration in its hello")
+    if not args.connect:
+        raise ValueError("--batsim 5 needs --connect ENDPOINT (the embedded simulator speaks Batsim 5 to an "
+                         "external scheduler, e.g. batsched-ml serve --batsim 5)")
 
 
 def cmd_serve(args) -> int:

@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "on only when the scheduler requeues jobs")
     p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
                    help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
+    p.add_argument("--batsim", choices=("4", "5"), default="4",
+                   help="which Batsim line to be: 4 (4.2.1) or 5 (5.0.0-rc2; with --connect, speak batprotocol "
+                   "JSON to the scheduler: init frame, its hello asks for the features, no --enable-dynamic-jobs)")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -121,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
     p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
+    p.add_argument("--batsim", choices=("4", "5"), default=None,
+                   help="which Batsim connects: 4 (4.2.1, JSON messages, batsim -s ENDPOINT) or 5 (batprotocol "
+                   "JSON, batsim --edc-socket-str ENDPOINT INIT); default: recognised by Batsim's first message")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 

@@ -11,7 +11,7 @@ from ..validation import MAX_CORES
 from .coreset import CoreSet
 from .errors import quote as _q
 
-__all__ = ["Invalid", "MAX_CORE_ID", "alloc_member", "check_job", "check_job_id", "dict_member", "exact_members",
+__all__ = ["Invalid", "MAX_CORE_ID", "OutOfOrder", "alloc_member", "check_job", "check_job_id", "dict_member", "exact_members",
            "is_number", "job_id_list", "job_id_member", "member", "parse_alloc", "str_member"]
 
 # Largest core id accepted in an allocation string: a typo such as "0-99999999999"
@@ -21,6 +21,11 @@ MAX_CORE_ID = MAX_CORES - 1
 
 class Invalid(Exception):
     """A problem inside one event's data; ``decode`` adds the context."""
+
+
+class OutOfOrder(Invalid):
+    """A well-formed event that Batsim never sends at this point (a second simulation start, the
+    completion of a job that does not run...): reported as a ProtocolViolation."""
 
 
 def is_number(value) -> bool:
