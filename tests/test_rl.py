@@ -166,7 +166,8 @@ def lockstep(lean, full, seed, options=None):
             return steps
         assert (ia["time"], ia["queued"]) == (ib["time"], ib["queued"])
         np.testing.assert_array_equal(lean.window_features(), full.window_features())
-        action = int(rng.integers(np.count_nonzero(ia["action_mask"]) + (steps % 17 == 0)))  # some invalid
+        action = int(rng.integers(np.count_nonzero(ia["action_mask"]) + (steps % 17 == 0)))  # some masked
+        action = min(action, lean.window - 1)
         (oa, ra, ta, _, ia), (ob, rb, tb, _, ib) = lean.step(action), full.step(action)
         assert (ra, ta) == (rb, tb)
         steps += 1
@@ -196,9 +197,11 @@ def test_masked_actions_are_never_executed():
     """An action outside the mask starts the oldest job instead (and says so): the episode is the one
     where the agent always picks slot 0."""
     def invalid(env, obs, info):
-        return int(np.count_nonzero(info["action_mask"]))  # the first empty slot (or past the window)
+        count = int(np.count_nonzero(info["action_mask"]))
+        assert count < env.window  # so that an empty slot exists
+        return count  # the first empty slot
 
-    env = make(window=16)
+    env = make(window=64)
     ret_invalid, steps, info, _ = play(env, invalid, seed=5)
     assert info["episode"]["invalid_actions"] == steps
     ret_oldest, steps2, info2, _ = play(env, lambda e, o, i: 0, seed=5)
@@ -223,6 +226,24 @@ def test_masked_actions_are_never_executed():
         assert queue.first(0.0) is expected
     queue._pick = None  # noqa: SLF001
     assert queue.first(0.0) is jobs[1] and queue.invalid_actions == 4 and queue.decisions == 5
+
+
+@pytest.mark.parametrize("simulator", ["lean", "full"])
+def test_an_action_outside_the_action_space_raises(simulator):
+    """Gymnasium's contract: step() takes an element of action_space. Slot 999 of 16, -1 and 2.7
+    raise (they used to be taken as masked slots, 2.7 as slot 2); a masked slot inside the space
+    starts the oldest job and says so; NumPy integers are actions."""
+    env = make(window=16, simulator=simulator)
+    _, info = env.reset(seed=1)
+    for action in (999, 16, -1, 2.7, "1", None, np.float64(1.0)):
+        with pytest.raises(ValueError, match=r"not in the action space Discrete\(16\)"):
+            env.step(action)
+    empty = int(np.count_nonzero(info["action_mask"]))
+    assert empty < 16
+    _, _, _, _, info = env.step(np.int64(empty))
+    assert info["invalid_action"] is True
+    _, _, _, _, info = env.step(np.int32(0))
+    assert info["invalid_action"] is False
 
 
 @pytest.mark.parametrize("backfill", ["none", "easy"])

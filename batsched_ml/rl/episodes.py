@@ -41,6 +41,9 @@ def load_trace(source, nb_cores: int | None = None) -> Trace:
     Lublin-Feitelson workload, 10,000 jobs and seed 0 by default). ``nb_cores`` overrides the
     machine size (default: the trace's). Files are read once per process."""
     if isinstance(source, dict):
+        from ..workloads import validate_workload
+
+        validate_workload(source, "<workload>")  # as a file is: the rules Batsim applies
         return _trace_of(source, "<workload>", nb_cores)
     return _load_cached(str(source), nb_cores)
 
