@@ -3,6 +3,7 @@ no traceback; defaults and every argument described in --help; plugin options li
 
 from __future__ import annotations
 
+import csv
 import math
 import subprocess
 import sys
@@ -253,3 +254,48 @@ def test_benchmark_takes_a_trace_path(tmp_path):
     assert done.returncode == 0, done.stderr
     row = done.stdout.splitlines()[1].split()
     assert row[:2] == ["kth-excerpt", "200"]
+
+
+# ------------------------------------------------------------- issue 40 §2: metrics checks what it reads
+def _tiny_csv_with(tmp_path, **row0) -> str:
+    with open(JOBS_CSV, newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0].update(row0)
+    path = tmp_path / "edited_jobs.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return str(path)
+
+
+def test_metrics_refuses_a_start_before_the_submission(tmp_path, capsys):
+    """It returned 0, leaked numpy's RuntimeWarning with a source line and printed geomean_wait nan."""
+    path = _tiny_csv_with(tmp_path, submission_time="100.000000", starting_time="0.000400")
+    code, out, err = run(capsys, "metrics", path)
+    assert_one_line_error(code, err, f"{path} is not a valid schedule", "early-start: w0!15: started at 0.000400, "
+                          "submitted at 100.000000", "batsched-ml check")
+    assert out == "" and "RuntimeWarning" not in err and "nan" not in err
+
+
+def test_metrics_refuses_an_allocation_of_the_wrong_size(tmp_path, capsys):
+    code, _, err = run(capsys, "metrics", _tiny_csv_with(tmp_path, allocated_resources="0-2"))
+    assert_one_line_error(code, err, "alloc: w0!15: 3 cores allocated (0-2), 4 requested")
+
+
+@pytest.mark.parametrize("name, content, fragment", [
+    ("w.json", '{"nb_res": 4, "jobs": [], "profiles": {}}\n', "this is JSON (a Batsim workload?), not a jobs CSV"),
+    ("t.swf", "; Version: 2.2\n1 0 0 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n", "this looks like an SWF trace, not a "
+     "jobs CSV"),
+])
+def test_metrics_on_a_workload_says_what_it_is(tmp_path, capsys, name, content, fragment):
+    """It listed 17 missing columns."""
+    (tmp_path / name).write_text(content)
+    code, _, err = run(capsys, "metrics", str(tmp_path / name))
+    assert_one_line_error(code, err, fragment)
+    assert "missing column" not in err
+
+
+def test_metrics_on_the_shipped_workload_says_it_is_a_workload(capsys):
+    code, _, err = run(capsys, "metrics", str(ROOT / "workloads" / "KTH-SP2-1k.json"))
+    assert_one_line_error(code, err, "this is JSON (a Batsim workload?)")

@@ -166,11 +166,23 @@ def cmd_metrics(args) -> int:
 
     _warn_if_partial(args.jobs_csv)
     table = read_jobs_csv(args.jobs_csv)
+    _refuse_inconsistent(table, args.jobs_csv, args.nb_cores)
     metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
     # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
     metrics.update(run_figures(table, tuple(args.tau)))
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
+
+
+def _refuse_inconsistent(table, path, nb_cores) -> None:
+    """Figures of a file that is no schedule (a start before its submission...) would be wrong or NaN."""
+    from ..analysis.checker import inconsistencies
+
+    problems = inconsistencies(table, nb_cores)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"{path} is not a valid schedule: {problems[0]}{more}; `batsched-ml check {path}` "
+                         "lists every problem")
 
 
 def cmd_plot(args) -> int:
