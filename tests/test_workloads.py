@@ -348,3 +348,49 @@ def test_platform_errors(tmp_path):
         '<platform><cluster id="c" prefix="n" suffix="" radical="0-x"/></platform>')
     with pytest.raises(PlatformError, match=r"rad\.xml: cluster 'c': bad radical"):
         read_platform(tmp_path / "rad.xml")
+
+
+# ------------------------------------------------------------------ a cut trace (issue 40 §2)
+
+_JOB = "{} {} 0 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n"
+
+
+def _trace_file(tmp_path, header: str, nb_jobs: int) -> Path:
+    path = tmp_path / "t.swf"
+    path.write_text(header + "".join(_JOB.format(i + 1, 10 * i) for i in range(nb_jobs)))
+    return path
+
+
+@pytest.mark.parametrize("header, nb_jobs, warned", [
+    ("; MaxJobs: 1000\n; MaxProcs: 8\n", 293, True),  # a download cut at a line boundary
+    ("; MaxJobs: 5\n; MaxProcs: 8\n", 5, False),
+    # a cleaned log keeps its MaxJobs and says what it removed
+    ("; MaxJobs: 9\n; MaxProcs: 8\n; Note: THIS IS A CLEANED VERSION OF THE LOG!\n;   user=3 (3 jobs removed)\n"
+     ";   job<=1 (1 job removed)\n", 5, False),
+    ("; MaxJobs: 9\n; MaxProcs: 8\n;   user=3 (3 jobs removed)\n", 5, True),
+    ("; MaxProcs: 8\n", 5, False),  # no MaxJobs: nothing to compare with
+])
+def test_a_trace_with_fewer_jobs_than_its_header_announces_warns(tmp_path, header, nb_jobs, warned):
+    _, report = swf_to_workload(read_swf(_trace_file(tmp_path, header, nb_jobs)), max_jobs=3)
+    cut = [w for w in report.all_warnings() if "the header announces" in w]
+    assert bool(cut) == warned, report.all_warnings()
+    if warned:
+        assert f"but the file holds {nb_jobs} job lines: is it cut" in cut[0]
+
+
+def test_convert_says_a_cut_trace_may_be_cut(tmp_path, capsys):
+    from batsched_ml.cli import main
+
+    path = _trace_file(tmp_path, "; MaxJobs: 1000\n; MaxProcs: 8\n", 293)
+    assert main(["convert", str(path), "-w", str(tmp_path / "w.json")]) == 0
+    err = capsys.readouterr().err
+    assert "batsched-ml: warning: the header announces 1,000 jobs" in err and "holds 293 job lines" in err
+
+
+def test_the_shipped_traces_hold_what_their_headers_announce(shared):
+    """Archive traces: MaxJobs less the cleaning's removals is the lines read (checked on all twelve
+    when written; three here: one removal, five with MaxRecords already less them, one of 24,025)."""
+    for name, jobs in (("KTH-SP2-1996-2.1-cln", 28476), ("SDSC-SP2-1998-4.2-cln", 59715),
+                       ("NASA-iPSC-1993-3.1-cln", 18239)):
+        trace = read_swf(shared / "traces" / f"{name}.swf.gz")
+        assert trace.announced_jobs() == len(trace) == jobs, name
