@@ -522,3 +522,42 @@ def test_the_estimate_feature_follows_the_configured_predictor():
 
     requested, actual = estimates(None), estimates("clairvoyant")
     assert len(requested) == len(actual) and (actual <= requested + 1e-6).all() and (actual < requested - 0.01).any()
+
+
+# ------------------------------------------------------------------ issue 40 §6: the first hour
+
+
+def test_the_default_sequence_length_works_on_the_bundled_sample():
+    """1,024 jobs by default failed with a ValueError on the 1,000-job sample: the default is now the
+    whole start range when it holds fewer; a length asked for explicitly says what fits."""
+    env = SchedulingEnv(KTH)
+    assert env.sequences.length == 1000
+    _, steps, info, _ = play(env, lambda e, o, i: 0)
+    assert info["episode"]["jobs"] == 1000 and steps > 0
+    assert SchedulingEnv(KTH, start_range=(0.0, 0.8)).sequences.length == 800
+    with pytest.raises(ValueError, match=r"1000 jobs in start range 0-1, fewer than a sequence of 1024: give a "
+                                         r"sequence length of at most 1000"):
+        SchedulingEnv(KTH, sequence_length=1024)
+
+
+def test_the_docs_example_runs_from_a_clone(monkeypatch):
+    """docs/rl.md's first example named an SDSC trace that is not shipped: it runs as written from the
+    repository's root (with an agent of one's own)."""
+    text = (ROOT / "docs" / "rl.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "workloads/KTH-SP2-1k.json" in code
+    monkeypatch.chdir(ROOT)
+    printed = []
+    namespace = {"my_agent": lambda obs, mask: int(mask.argmax()), "print": printed.append}
+    exec(compile(code, "docs/rl.md", "exec"), namespace)
+    assert len(printed) == 1 and printed[0] >= 1.0  # the episode's AVEbsld
+
+
+def test_bench_rl_env_takes_lublin_specs():
+    """The docs quote Lublin figures; the benchmark refused ``lublin:`` specs (no such file)."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_rl_env.py"), "lublin:32:300",
+                           "--episodes", "1", "--backfill", "none", "--window", "8"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    row = [line for line in done.stdout.splitlines() if line.startswith("| lublin:32:300 |")]
+    assert len(row) == 1 and "| none | 1 |" in row[0]

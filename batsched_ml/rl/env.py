@@ -66,7 +66,8 @@ class SchedulingEnv(gym.Env):
 
     ``workload``: an SWF trace, a Batsim JSON workload (path or dict) or ``lublin:CORES``;
     ``platform``: the machine (a core count or a SimGrid XML; default the trace's size);
-    ``sequence_length`` jobs per episode (1,024), starting within ``start_range`` (fractions of
+    ``sequence_length`` jobs per episode (default 1,024, or all the jobs of the start range when
+    the trace has fewer, as the bundled 1,000-job sample), starting within ``start_range`` (fractions of
     the trace); ``window`` action slots (128, as RLScheduler); ``backfill``: ``none`` or
     ``easy``; ``reward`` and ``tau`` (see ``reward``); ``predictor``: a runtime predictor plugin
     whose estimates the agent sees instead of the requested times; ``output_prefix``: write
@@ -81,7 +82,7 @@ class SchedulingEnv(gym.Env):
     metadata = {"render_modes": []}
     MAX_RESAMPLES = 100  # a drawn sequence where no job ever waits beside another has no decision
 
-    def __init__(self, workload, platform=None, *, sequence_length: int = 1024, start_range=(0.0, 1.0),
+    def __init__(self, workload, platform=None, *, sequence_length: int | None = None, start_range=(0.0, 1.0),
                  window: int = 128, backfill: str = "none", reward: str = "bsld", tau: float = 10.0,
                  predictor: str | None = None, output_prefix: str | None = None, simulator: str = "lean"):
         nb_cores = _machine_size(platform)
