@@ -387,7 +387,27 @@ def test_training_resumes_to_the_same_policy(tmp_path, capsys):
     # other settings on the same checkpoint: refused, with what differs
     code = cli_main(["train-policy", KTH, "-o", str(resumed), "--sequence-length", "100", "--sequences", "1",
                      "--population", "4", "--hidden", "4", "-q", "--generations", "3"])
-    assert code == 2 and "population: 3 -> 4" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 2 and "population: 3 -> 4" in err
+    assert "generations" not in err  # a larger --generations is allowed, so it is no difference
+
+
+def test_training_resumes_with_the_trace_given_by_another_path(tmp_path, capsys, monkeypatch):
+    """--resume compared path strings: the same trace by a relative path was refused."""
+    train(tmp_path, "c.json", "--generations", "1")
+    monkeypatch.chdir(ROOT / "workloads")
+    code = cli_main(["train-policy", "KTH-SP2-1k.json", "-o", str(tmp_path / "c.json"), "--sequence-length", "100",
+                     "--sequences", "1", "--population", "3", "--hidden", "4", "--generations", "2"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "resuming from" in err and "at generation 1" in err
+    assert load_network(tmp_path / "c.json").metadata["generations"] == 2
+    # another trace is still refused, and named
+    other = tmp_path / "other.json"
+    other.write_bytes((ROOT / "workloads" / "KTH-SP2-1k.json").read_bytes())
+    code = cli_main(["train-policy", str(other), "-o", str(tmp_path / "c.json"), "--sequence-length", "100",
+                     "--sequences", "1", "--population", "3", "--hidden", "4", "--generations", "3", "-q"])
+    assert code == 2 and "workload: " in capsys.readouterr().err
 
 
 def test_trained_policy_gives_the_same_schedule_embedded_and_through_serve(tmp_path, capsys):
