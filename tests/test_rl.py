@@ -386,7 +386,7 @@ def test_training_resumes_to_the_same_policy(tmp_path, capsys):
     assert not np.all(a.parameters() == 0)  # it moved from the all-FCFS start
     # other settings on the same checkpoint: refused, with what differs
     code = cli_main(["train-policy", KTH, "-o", str(resumed), "--sequence-length", "100", "--sequences", "1",
-                     "--population", "4", "--hidden", "4", "-q", "--generations", "3"])
+                     "--population", "4", "--hidden", "4", "-q", "--generations", "5"])
     err = capsys.readouterr().err
     assert code == 2 and "population: 3 -> 4" in err
     assert "generations" not in err  # a larger --generations is allowed, so it is no difference
