@@ -217,7 +217,7 @@ def test_the_installed_command_prints_no_traceback():
     done = subprocess.run([sys.executable, "-m", "batsched_ml.cli", "simulate", "-p", PLATFORM, "-w", WORKLOAD,
                            "--starvation-threshold", "-5"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr.startswith("batsched-ml simulate: error: argument --starvation-threshold")
+    assert done.stderr.startswith("batsched-ml: error: argument --starvation-threshold")
     assert "Traceback" not in done.stderr
 
 
@@ -299,3 +299,33 @@ def test_metrics_on_a_workload_says_what_it_is(tmp_path, capsys, name, content, 
 def test_metrics_on_the_shipped_workload_says_it_is_a_workload(capsys):
     code, _, err = run(capsys, "metrics", str(ROOT / "workloads" / "KTH-SP2-1k.json"))
     assert_one_line_error(code, err, "this is JSON (a Batsim workload?)")
+
+
+# ------------------------------------------------------------- issue 40 §6: what the first hour meets
+@pytest.mark.parametrize("argv, helps", [
+    (("simulate", "-w", WORKLOAD), "batsched-ml simulate --help"),
+    (("simulate", "-p", PLATFORM, "-w", WORKLOAD, "--bogus"), "batsched-ml simulate --help"),
+    (("campaign", "run"), "batsched-ml campaign run --help"),
+    (("plot", JOBS_CSV), "batsched-ml plot --help"),
+    (("nosuchcommand",), "batsched-ml --help"),
+])
+def test_argparse_errors_start_like_every_other_error(capsys, argv, helps):
+    """The README promises `batsched-ml: error:`; argparse wrote `batsched-ml simulate: error:`."""
+    code, _, err = run(capsys, *argv)
+    assert_one_line_error(code, err, f"(see: {helps})")
+    assert err.startswith("batsched-ml: error: ")
+
+
+def test_plot_help_says_no_extra_is_needed(capsys):
+    """matplotlib is a core dependency: the 'plots' extra is no longer needed."""
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "'plots' extra" not in out
+    code, out, _ = run(capsys, "plot", "--help")
+    assert code == 0 and "extra" not in out
+
+
+def test_run_json_ends_with_a_newline(tmp_path, capsys):
+    code, _, _ = run(capsys, *simulate(tmp_path, "--quiet"))
+    assert code == 0
+    text = (tmp_path / "run_run.json").read_text()
+    assert text.endswith("}\n") and '"status": "complete"' in text

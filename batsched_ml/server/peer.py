@@ -93,10 +93,11 @@ def remote_exchange(channel: Channel, log=None, *, err=None, hint_after: float =
 
 def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: float | None = None,
                   dynamic_jobs: bool = False, profile_reuse: bool = False, log_path=None,
-                  progress=None, err=None, hint_after: float = HINT_AFTER) -> SimulationResult:
+                  progress=None, err=None, hint_after: float = HINT_AFTER, on_start=None) -> SimulationResult:
     """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``.
 
-    ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s.
+    ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s; ``on_start()``
+    runs once the inputs are read and the outputs open (``Simulator.run``).
     """
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs,
@@ -111,17 +112,18 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
     channel = Channel(zmq.REQ, endpoint, bind=False, timeout=timeout, peer_name="the scheduler")
     try:
         exchange = remote_exchange(channel, log, err=err, hint_after=hint_after)
-        return sim.run(exchange, prefix=None if prefix is None else str(prefix))
+        return sim.run(exchange, prefix=None if prefix is None else str(prefix), on_start=on_start)
     finally:
         channel.close(0)
         if log is not None:
             log.close()
 
 
-def simulate_connected(args, progress=None) -> SimulationResult:
+def simulate_connected(args, progress=None, on_start=None) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
     ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``,
-    ``quiet``). ``progress``: as for ``Simulator`` (the CLI passes its progress reporter)."""
+    ``quiet``). ``progress``, ``on_start``: as for ``Simulator.run`` (the CLI passes its progress
+    reporter, and writes PREFIX_run.json at the start)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
@@ -131,4 +133,4 @@ def simulate_connected(args, progress=None) -> SimulationResult:
               f"jobs {'on' if dynamic_jobs else 'off'})", file=sys.stderr, flush=True)
     return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
                          dynamic_jobs=dynamic_jobs, profile_reuse=getattr(args, "profile_reuse", False),
-                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr)
+                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr, on_start=on_start)
