@@ -581,3 +581,26 @@ def test_bench_rl_env_takes_lublin_specs():
     assert done.returncode == 0, done.stderr
     row = [line for line in done.stdout.splitlines() if line.startswith("| lublin:32:300 |")]
     assert len(row) == 1 and "| none | 1 |" in row[0]
+
+
+def test_ppo_progress_in_a_log_is_status_lines_not_a_carriage_return_bar():
+    """PPO wrote tqdm's carriage-return bar into non-terminal logs (123 updates on one line): it now
+    has the campaign's progress, a bar on a terminal only, status lines in steps otherwise."""
+    import io
+    import time
+
+    from batsched_ml.rl.ppo import step_progress
+
+    stream = io.StringIO()
+    progress = step_progress(20_480, 1_024, True, stream=stream)  # resumed at 1,024 steps
+    assert progress.mode == "lines"
+    progress.first_after = progress.interval = 0.05
+    progress.start()
+    progress.advance(1_024)
+    time.sleep(0.3)
+    progress.close()
+    text = stream.getvalue()
+    assert "\r" not in text and text.count("\n") >= 2
+    assert text.splitlines()[-1].startswith("train-policy (ppo): 2,048/20,480 steps, ")
+    assert "ETA" in text and "tasks" not in text
+    assert step_progress(100, 0, False, stream=stream).mode == "off"
