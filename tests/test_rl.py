@@ -133,18 +133,18 @@ def test_observation_is_normalised_and_describes_the_window(simulator):
 
 
 def edge_workload(seed: int, nb_jobs: int = 400) -> dict:
-    """Jobs that exercise the lean core's rules: fractional and equal submission times, zero run times,
-    run times beyond the walltime (ended at it), no walltime (EASY rejects them), more cores than the
-    machine or none (rejected)."""
+    """Jobs that exercise the lean core's rules: fractional and equal submission times, run times of a
+    millisecond (Batsim refuses a delay of 0), run times beyond the walltime (ended at it), no walltime
+    (EASY rejects them), more cores than the machine (rejected)."""
     rng = np.random.default_rng(seed)
     subtimes = np.sort(np.round(np.cumsum(rng.exponential(40.0, nb_jobs)) * rng.choice([1.0, 1.0, 0.0], nb_jobs), 3))
     subtimes = np.maximum.accumulate(subtimes)
     jobs, profiles = [], {}
     for i, sub in enumerate(subtimes):
-        delay = float(rng.choice([0.0, round(float(rng.exponential(300.0)), 4), 60.0]))
-        walltime = float(rng.choice([-1.0, 60.0, round(delay * float(rng.uniform(0.8, 4.0)), 2), 3600.0],
+        delay = float(rng.choice([0.001, max(round(float(rng.exponential(300.0)), 4), 0.001), 60.0]))
+        walltime = float(rng.choice([-1.0, 60.0, max(round(delay * float(rng.uniform(0.8, 4.0)), 2), 0.001), 3600.0],
                                     p=[0.03, 0.1, 0.77, 0.1]))
-        res = int(rng.choice([0, 120, int(rng.integers(1, 101))], p=[0.01, 0.01, 0.98]))
+        res = int(rng.choice([1, 120, int(rng.integers(1, 101))], p=[0.01, 0.01, 0.98]))
         profiles[f"d{delay}"] = {"type": "delay", "delay": delay}
         jobs.append({"id": str(i), "subtime": float(sub), "walltime": walltime, "res": res, "profile": f"d{delay}"})
     return {"nb_res": 100, "jobs": jobs, "profiles": profiles}

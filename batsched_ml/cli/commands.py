@@ -170,7 +170,7 @@ def cmd_metrics(args) -> int:
 
     _warn_if_partial(args.jobs_csv)
     table = read_jobs_csv(args.jobs_csv)
-    _refuse_inconsistent(table, args.jobs_csv, args.nb_cores)
+    _refuse_inconsistent(table, args.jobs_csv)
     metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
     # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
     metrics.update(run_figures(table, tuple(args.tau)))
@@ -178,11 +178,11 @@ def cmd_metrics(args) -> int:
     return 0
 
 
-def _refuse_inconsistent(table, path, nb_cores) -> None:
+def _refuse_inconsistent(table, path) -> None:
     """Figures of a file that is no schedule (a start before its submission...) would be wrong or NaN."""
     from ..analysis.checker import inconsistencies
 
-    problems = inconsistencies(table, nb_cores)
+    problems = inconsistencies(table)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ValueError(f"{path} is not a valid schedule: {problems[0]}{more}; `batsched-ml check {path}` "
