@@ -72,7 +72,17 @@ def write_run_description(config, prefix, platform, workloads) -> str:
     """``PREFIX_run.json``: the run's configuration (a resolved ``config.RunConfig``: every setting,
     null where the scheduler does not take it), its inputs, a ``label`` (used by ``plot``) and its
     ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
-    return _describe(prefix, config.to_dict(), config.label(), platform, workloads)
+    from .compose import run_label
+
+    description = config.to_dict()
+    if config.preset is not None:  # what the name meant when this ran (a preset's expansion may change)
+        from .presets import get
+
+        preset = get(config.preset)
+        description["preset_version"] = preset.version
+        description["preset_expansion"] = list(type(config)(**preset.values()).argv())
+        description["preset_changed"] = config.changed_from_preset()
+    return _describe(prefix, description, run_label(config), platform, workloads)
 
 
 def write_connected_description(endpoint: str, prefix, platform, workloads, dynamic_jobs: bool) -> str:

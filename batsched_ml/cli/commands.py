@@ -145,11 +145,11 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
 
 
 def cmd_serve(args) -> int:
-    from ..compose import build_scheduler
+    from ..compose import build_scheduler, run_label
     from ..server.serve import serve
 
     config = run_config(args)
-    return serve(args, build_scheduler(config), label=config.label())
+    return serve(args, build_scheduler(config), label=run_label(config))
 
 
 def _warn_if_partial(*jobs_csvs) -> None:
@@ -222,6 +222,20 @@ def cmd_check(args) -> int:
             print(line)
         print(f"{len(violations)} violation(s)" if violations else "valid: no violation found")
     return 1 if violations else 0
+
+
+def cmd_presets(args) -> int:
+    from ..config import RunConfig
+    from ..presets import PRESETS
+
+    for preset in PRESETS.values():
+        flags = " ".join(RunConfig(**preset.values()).argv())
+        print(f"{preset.name} (v{preset.version}): {preset.summary}")
+        print(f"  expands to: {flags}")
+        print(f"  source: {preset.source}")
+        for change in preset.changes:
+            print(f"  changed: {change}")
+    return 0
 
 
 def cmd_plugins(args) -> int:

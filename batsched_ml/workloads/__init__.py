@@ -3,7 +3,8 @@
 ``read_swf`` parses a trace, ``swf_to_workload`` applies the golden cleaning
 rules, ``load_workload``/``write_workload`` handle Batsim JSON, and
 ``read_platform``/``write_platform`` the SimGrid XML (host names in Batsim's
-lexicographic resource order). ``convert_swf`` chains them for the CLI.
+lexicographic resource order). ``convert_swf`` chains them for the CLI. ``sample:NAME``
+names a bundled sample wherever a file is read (``samples``).
 """
 
 from importlib import import_module
@@ -18,6 +19,7 @@ _MODULE_OF = {
     "Platform": "platform", "PlatformError": "platform", "parse_radical": "platform",
     "read_platform": "platform", "write_platform": "platform",
     "SWF_FIELDS": "swf", "SwfFormatError": "swf", "SwfTrace": "swf", "read_swf": "swf",
+    "SampleError": "samples", "sample_path": "samples",
 }
 __all__ = sorted(_MODULE_OF)
 
