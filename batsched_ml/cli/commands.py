@@ -48,7 +48,7 @@ def cmd_simulate(args) -> int:
     from ..compose import build_scheduler
     from ..progress import ProgressReporter
     from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
-                              write_job_details, write_run_description)
+                              write_connected_description, write_job_details, write_run_description)
     from ..runner import simulate
 
     _warn_deprecated_dynamic_jobs(args)
@@ -61,24 +61,28 @@ def cmd_simulate(args) -> int:
         scheduler = build_scheduler(config)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+
+    def describe_run():  # once the inputs are read and the CSVs open: never left alone
+        details["run"] = run_description_path(args.export)  # marked below, however we stop
+        if args.connect:
+            write_connected_description(args.connect, args.export, args.platform, args.workload,
+                                        bool(args.dynamic_jobs))
+        else:
+            write_run_description(config, args.export, args.platform, args.workload)
+
     try:
         if args.connect:
             from ..server.peer import simulate_connected
 
-            result = simulate_connected(args, progress=progress)
+            result = simulate_connected(args, progress=progress, on_start=describe_run)
             report = {}
         else:
-
-            def describe_run():  # once the inputs are read and the CSVs open: never left alone
-                details["run"] = run_description_path(args.export)  # marked below, however we stop
-                write_run_description(config, args.export, args.platform, args.workload)
-
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
                                     progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
             report = scheduler.report()
             details.update(write_job_details(scheduler, args.export))
             rejected = core.rejected
-            mark_run(details["run"], COMPLETE)
+        mark_run(details["run"], COMPLETE)
     except BaseException as exc:
         if "run" in details:
             try:
@@ -179,11 +183,23 @@ def cmd_metrics(args) -> int:
 
     _warn_if_partial(args.jobs_csv)
     table = read_jobs_csv(args.jobs_csv)
+    _refuse_inconsistent(table, args.jobs_csv)
     metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
     # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
     metrics.update(run_figures(table, tuple(args.tau)))
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
+
+
+def _refuse_inconsistent(table, path) -> None:
+    """Figures of a file that is no schedule (a start before its submission...) would be wrong or NaN."""
+    from ..analysis.checker import inconsistencies
+
+    problems = inconsistencies(table)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"{path} is not a valid schedule: {problems[0]}{more}; `batsched-ml check {path}` "
+                         "lists every problem")
 
 
 def cmd_plot(args) -> int:

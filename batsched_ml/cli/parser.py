@@ -40,7 +40,10 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+        """``batsched-ml: error: ...`` as every other error (the README's promise), naming the
+        (sub)command whose help to read."""
+        program = self.prog.split()[0]
+        self.exit(2, f"{program}: error: {message} (see: {self.prog} --help)\n")
 
     def parse_known_args(self, args=None, namespace=None):
         """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
@@ -140,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="machine size, for utilisation (default: the largest core id used + 1)")
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
+    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs")
     p.add_argument("jobs_csv", nargs="+", help="one or more PREFIX_jobs.csv files, one curve each")
     p.add_argument("-o", "--output", required=True, help="image file (format from the suffix: .png, .pdf, .svg)")
     p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
