@@ -12,11 +12,7 @@ from ..validation import MAX_CORES
 from .coreset import CoreSet
 from .errors import quote as _q
 
-<<<<<<< HEAD
-__all__ = ["Invalid", "MAX_CORE_ID", "OutOfOrder", "alloc_member", "check_job", "check_job_id", "dict_member", "exact_members",
-=======
-__all__ = ["Invalid", "MAX_CORE_ID", "alloc_member", "check_job_id", "dict_member", "exact_members",
->>>>>>> newcomer-inputs
+__all__ = ["Invalid", "MAX_CORE_ID", "OutOfOrder", "alloc_member", "check_job_id", "dict_member", "exact_members",
            "is_number", "job_id_list", "job_id_member", "member", "parse_alloc", "str_member"]
 
 # Largest core id accepted in an allocation string: a typo such as "0-99999999999"

@@ -147,21 +147,14 @@ def _batsim5_handshake(channel: Channel, session: BatsimSession, log, err, hint_
 
 def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: float | None = None,
                   dynamic_jobs: bool = False, profile_reuse: bool = False, log_path=None,
-<<<<<<< HEAD
                   progress=None, err=None, hint_after: float = HINT_AFTER, batsim: str = "4",
-                  init: bytes = BATSIM5_INIT) -> SimulationResult:
+                  init: bytes = BATSIM5_INIT, on_start=None) -> SimulationResult:
     """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``.
 
     ``batsim``: ``"4"`` (Batsim 4.2.1's protocol; ``dynamic_jobs``/``profile_reuse`` are Batsim's
     flags) or ``"5"`` (batprotocol: ``init`` is the init string, and the scheduler's hello sets
-    the features). ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s.
-=======
-                  progress=None, err=None, hint_after: float = HINT_AFTER, on_start=None) -> SimulationResult:
-    """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``.
-
-    ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s; ``on_start()``
-    runs once the inputs are read and the outputs open (``Simulator.run``).
->>>>>>> newcomer-inputs
+    the features). ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s;
+    ``on_start()`` runs once the inputs are read and the outputs open (``Simulator.run``).
     """
     if batsim not in ("4", "5"):
         raise ValueError(f"batsim must be '4' or '5', not {batsim!r}")
@@ -181,7 +174,6 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
     log = MessageLog(log_path) if log_path else None
     channel = Channel(zmq.REQ, endpoint, bind=False, timeout=timeout, peer_name="the scheduler")
     try:
-<<<<<<< HEAD
         codec = None
         if batsim == "5":  # the scheduler's hello says which features the simulation has
             context = {"socket_endpoint": endpoint, "export_prefix": "" if prefix is None else str(prefix)}
@@ -190,11 +182,7 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
             features = _batsim5_handshake(channel, codec, log, err, hint_after).requested_simulation_features
             sim = simulator(features.dynamic_registration, features.profile_reuse)
         exchange = remote_exchange(channel, log, err=err, hint_after=hint_after, codec=codec)
-        return sim.run(exchange, prefix=None if prefix is None else str(prefix))
-=======
-        exchange = remote_exchange(channel, log, err=err, hint_after=hint_after)
         return sim.run(exchange, prefix=None if prefix is None else str(prefix), on_start=on_start)
->>>>>>> newcomer-inputs
     finally:
         channel.close(0)
         if log is not None:
@@ -204,13 +192,8 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
 def simulate_connected(args, progress=None, on_start=None) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
     ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``,
-<<<<<<< HEAD
-    ``quiet``, ``batsim`` (``"4"`` by default, or ``"5"``)). ``progress``: as for ``Simulator`` (the
-    CLI passes its progress reporter)."""
-=======
-    ``quiet``). ``progress``, ``on_start``: as for ``Simulator.run`` (the CLI passes its progress
-    reporter, and writes PREFIX_run.json at the start)."""
->>>>>>> newcomer-inputs
+    ``quiet``, ``batsim`` (``"4"`` by default, or ``"5"``)). ``progress``, ``on_start``: as for
+    ``Simulator.run`` (the CLI passes its progress reporter, and writes PREFIX_run.json at the start)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
@@ -223,8 +206,5 @@ def simulate_connected(args, progress=None, on_start=None) -> SimulationResult:
               flush=True)
     return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
                          dynamic_jobs=dynamic_jobs, profile_reuse=getattr(args, "profile_reuse", False),
-<<<<<<< HEAD
-                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr, batsim=batsim)
-=======
-                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr, on_start=on_start)
->>>>>>> newcomer-inputs
+                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr, batsim=batsim,
+                         on_start=on_start)
