@@ -53,6 +53,11 @@ class RLSchedulerTrace:
         return len(self.job_id)
 
     @property
+    def nb_cores(self) -> int:
+        """The machine's processors (the environment's size features are relative to it)."""
+        return self.max_procs
+
+    @property
     def procs_per_node(self) -> float:
         return self.max_procs / self.max_nodes
 
