@@ -184,20 +184,23 @@ class RLSchedulerEpisode:
         jobs = np.zeros((self.window, len(observation.JOB_COLUMNS)), np.float32)
         k = len(slots)
         if k:
-            jobs[:k, :4] = self.features()
-            jobs[:k, 4] = [1.0 if self.nodes[j] <= self.free else 0.0 for j in slots]
+            jobs[:k, :5] = self.features(fits_now=True)
             jobs[:k, 5] = 1.0
         machine = np.array([self.free / self.total_nodes,
                             min(math.log2(1.0 + len(self.queue)) / observation.QUEUE_BITS, 1.0)], np.float32)
         return {"jobs": jobs, "machine": machine}
 
-    def features(self) -> np.ndarray:
-        """The scoring features (``policies.network.FEATURES``) of the visible jobs, float64."""
+    def features(self, fits_now: bool = False) -> np.ndarray:
+        """The scoring features (``policies.network.FEATURES``, and ``fits_now``) of the visible jobs, float64."""
         from ...policies.network import job_features
 
         slots = self.slots
         wait = [self.now - self.submit[j] for j in slots]
-        return job_features(wait, [self.request[j] for j in slots], [self.procs[j] for j in slots], self.nb_cores)
+        x = job_features(wait, [self.request[j] for j in slots], [self.procs[j] for j in slots], self.nb_cores)
+        if fits_now:
+            fits = np.array([1.0 if self.nodes[j] <= self.free else 0.0 for j in slots])
+            x = np.column_stack((x, fits))
+        return x
 
     def window_jobs(self) -> list[dict]:
         return [{"submission_time": float(self.submit[j]), "estimate": float(self.request[j]), "res": self.procs[j]}
