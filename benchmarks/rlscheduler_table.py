@@ -130,7 +130,8 @@ def cmd_report(args) -> int:
     mean = lambda key: float(np.mean(by[key])) if key in by else None  # noqa: E731
     cell = lambda v: "" if v is None else f"{v:,.2f}"  # noqa: E731
     print("### Heuristics: theirs (README) / ours\n")
-    print("| trace | backfilling | FCFS | WFP3 | UNICEF | SJF | F1 | all equal | WFP3, correct wait | UNICEF, correct wait |")
+    print("| trace | backfilling | FCFS | WFP3 | UNICEF | SJF | F1 | all equal | WFP3, correct wait | "
+          "UNICEF, correct wait |")
     print("|---|---|---|---|---|---|---|---|---:|---:|")
     for backfill in (False, True):
         for name in args.traces:

@@ -96,7 +96,8 @@ class SchedulingEnv(gym.Env):
         if self.protocol.name == "batsched-ml":
             agent_scheduler(None, backfill, self.window)  # check the settings now, not at the first reset
         elif predictor is not None or output_prefix is not None:
-            raise ValueError(f"the {self.protocol.name} protocol runs its own simulator: no predictor, no output_prefix")
+            raise ValueError(f"the {self.protocol.name} protocol runs its own simulator: no predictor, "
+                             "no output_prefix")
         self.reward_fn = Reward(reward, tau)
         self.output_prefix = output_prefix
         if simulator not in SIMULATORS:

@@ -43,7 +43,7 @@ def _require():
                          "pip install torch==<a CPU build> 'batsched-ml[rl]'") from None
 
 
-def _policy_class(window: int, hidden: tuple, features: tuple = FEATURES):
+def _policy_class(window: int, hidden: tuple, columns: tuple = FEATURES):
     """The MaskablePPO policy whose actor scores each slot with one shared MLP (see the module doc)."""
     import torch
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -62,7 +62,7 @@ def _policy_class(window: int, hidden: tuple, features: tuple = FEATURES):
     class ScoringActorCritic(nn.Module):
         def __init__(self, features_dim: int):
             super().__init__()
-            sizes = [len(features), *hidden]
+            sizes = [len(columns), *hidden]
             layers = []
             for a, b in zip(sizes, sizes[1:]):
                 layers += [nn.Linear(a, b), nn.Tanh()]
@@ -71,7 +71,7 @@ def _policy_class(window: int, hidden: tuple, features: tuple = FEATURES):
             self.latent_dim_pi, self.latent_dim_vf = window, 64
 
         def forward_actor(self, features):
-            jobs = features[:, :window * width].reshape(-1, window, width)[:, :, :len(features)]
+            jobs = features[:, :window * width].reshape(-1, window, width)[:, :, :len(columns)]
             return self.scorer(jobs).squeeze(-1)
 
         def forward_critic(self, features):
