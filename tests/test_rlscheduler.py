@@ -214,6 +214,43 @@ def test_the_environment_under_their_protocol_is_the_evaluators_greedy_agent(tmp
         assert total == pytest.approx(-value, rel=1e-12)
 
 
+def _tiny_swf(tmp_path, jobs: int = 600, nodes: int = 16) -> Path:
+    """An SWF file of ``jobs`` varied jobs on ``nodes`` nodes (their header fields)."""
+    lines = [f"; MaxNodes: {nodes}", f"; MaxProcs: {nodes}"]
+    for i in range(jobs):
+        run, procs = 50 + (i * 7919) % 3000, 1 + i % 7
+        lines.append(f"{i + 1} {i * 30} -1 {run} {procs} -1 -1 {procs} {run + 60} -1 1 -1 -1 -1 -1 -1 -1 -1")
+    path = tmp_path / "tiny.swf"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("algorithm", ["es", "ppo"])
+def test_train_policy_under_their_protocol_reads_fits_now(tmp_path, capsys, algorithm):
+    if algorithm == "ppo":
+        pytest.importorskip("torch")
+        pytest.importorskip("sb3_contrib")
+    path, out = _tiny_swf(tmp_path), tmp_path / "net.json"
+    budget = ["--generations", "2", "--population", "4", "--sequences", "2"] if algorithm == "es" else \
+        ["--timesteps", "256"]
+    assert cli_main(["train-policy", str(path), "-o", str(out), "--algorithm", algorithm, "--protocol", "rlscheduler",
+                     "--backfill", "rlscheduler", "--fits-now", "--sequence-length", "64", "--hidden", "3", "-q",
+                     *budget]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    network = ScoringNetwork.from_dict(json.loads(out.read_text()))
+    assert network.features == AGENT_FEATURES and network.metadata["config"]["protocol"] == "rlscheduler"
+    assert cli_main(["evaluate-policy", str(path), "--protocol", "rlscheduler", "--orders", f"rl:{out}",
+                     "--sequences", "2", "--sequence-length", "64", "--backfill", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["mean"] >= 1.0
+    assert cli_main(["simulate", "-p", str(ROOT / "tests" / "data" / "platform-16.xml"), "-w",
+                     str(ROOT / "tests" / "data" / "tiny.json.gz"), "-e", str(tmp_path / "r"), "--policy", f"rl:{out}",
+                     "--quiet"]) == 2  # an agent's network is no queue order: one line
+    assert "not a queue order" in capsys.readouterr().err
+    assert cli_main(["train-policy", str(path), "-o", str(out), "--backfill", "easy", "--protocol", "rlscheduler",
+                     "-q"]) == 2
+    assert "backfill must be one of none, rlscheduler" in capsys.readouterr().err
+
+
 def test_an_agent_network_is_not_a_queue_order():
     network = ScoringNetwork.shaped((2,), AGENT_FEATURES)
     with pytest.raises(NetworkError, match="not a queue order"):
