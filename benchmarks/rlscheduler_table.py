@@ -121,8 +121,6 @@ def _seed_interval(means) -> str:
 
 
 def cmd_report(args) -> int:
-    from batsched_ml.rl.protocols import mean_ci
-
     rows = list(csv.DictReader(open(args.results / "rlscheduler.csv", newline="")))
     by: dict = {}
     for r in rows:
@@ -133,41 +131,44 @@ def cmd_report(args) -> int:
     print("| trace | backfilling | FCFS | WFP3 | UNICEF | SJF | F1 | all equal | WFP3, correct wait | "
           "UNICEF, correct wait |")
     print("|---|---|---|---|---|---|---|---|---:|---:|")
-    for backfill in (False, True):
-        for name in args.traces:
-            if (name, backfill, "fcfs") not in by:
-                continue
-            ours = [mean((name, backfill, o)) for o in ("fcfs", "wfp3-published", "unicef-published", "sjf", "f1")]
-            theirs = PUBLISHED[(name, backfill)][:5]
-            equal = all(round(o, 2) == t for o, t in zip(ours, theirs))
-            cells = " | ".join(f"{t:,.2f} / {o:,.2f}" for t, o in zip(theirs, ours))
-            print(f"| {name} | {'with' if backfill else 'without'} | {cells} | {'yes' if equal else 'NO'} | "
-                  f"{cell(mean((name, backfill, 'wfp3')))} | {cell(mean((name, backfill, 'unicef')))} |")
+    cells_run = [(name, backfill) for backfill in (False, True) for name in args.traces
+                 if (name, backfill, "fcfs") in by]
+    for name, backfill in cells_run:
+        ours = [mean((name, backfill, o)) for o in ("fcfs", "wfp3-published", "unicef-published", "sjf", "f1")]
+        theirs = PUBLISHED[(name, backfill)][:5]
+        equal = all(round(o, 2) == t for o, t in zip(ours, theirs))
+        cells = " | ".join(f"{t:,.2f} / {o:,.2f}" for t, o in zip(theirs, ours))
+        print(f"| {name} | {'with' if backfill else 'without'} | {cells} | {'yes' if equal else 'NO'} | "
+              f"{cell(mean((name, backfill, 'wfp3')))} | {cell(mean((name, backfill, 'unicef')))} |")
     print("\n### Learned policies (mean over the 10 sequences; for several seeds or draws: their mean, range and "
           "95% Student-t interval across them)\n")
     print("| trace | backfilling | their RL (README) | their model, greedy | their model, sampled draws: mean "
           "[min, max] | ours: policy | seeds' means | mean [95% CI across seeds] | best heuristic |")
     print("|---|---|---:|---:|---|---|---|---|---:|")
-    for backfill in (False, True):
-        for name in args.traces:
-            if (name, backfill, "fcfs") not in by:
-                continue
-            draws = [float(np.mean(v)) for (t, b, o), v in by.items()
-                     if t == name and b == backfill and o.startswith("their RL, sample")]
-            sampled = f"{np.mean(draws):,.2f} [{min(draws):,.2f}, {max(draws):,.2f}] ({len(draws)})" if draws else ""
-            families: dict = {}
-            for (t, b, o), v in by.items():
-                if t == name and b == backfill and (o.startswith("es-") or o.startswith("ppo-")):
-                    families.setdefault(o.rsplit("-s", 1)[0], []).append(float(np.mean(v)))
-            best = min((mean((name, backfill, h)), h) for h in HEURISTICS)
-            ours = families or {"": []}
-            for family, means in ours.items():
-                seeds = ", ".join(f"{m:,.2f}" for m in means)
-                summary = f"{np.mean(means):,.2f} [{_seed_interval(means)}]" if means else ""
-                print(f"| {name} | {'with' if backfill else 'without'} | {PUBLISHED[(name, backfill)][5]:,.2f} | "
-                      f"{cell(mean((name, backfill, 'their RL, greedy')))} | {sampled} | {family} | {seeds} | "
-                      f"{summary} | {best[0]:,.2f} ({best[1]}) |")
-    _ = mean_ci  # the per-order CIs are in evaluate-policy's output
+    for name, backfill in cells_run:
+        draws = [float(np.mean(v)) for (t, b, o), v in by.items()
+                 if t == name and b == backfill and o.startswith("their RL, sample")]
+        sampled = f"{np.mean(draws):,.2f} [{min(draws):,.2f}, {max(draws):,.2f}] ({len(draws)})" if draws else ""
+        families: dict = {}
+        for (t, b, o), v in by.items():
+            if t == name and b == backfill and (o.startswith("es-") or o.startswith("ppo-")):
+                families.setdefault(o.rsplit("-s", 1)[0], []).append(float(np.mean(v)))
+        best = min((mean((name, backfill, h)), h) for h in HEURISTICS)
+        ours = families or {"": []}
+        for family, means in ours.items():
+            seeds = ", ".join(f"{m:,.2f}" for m in means)
+            summary = f"{np.mean(means):,.2f} [{_seed_interval(means)}]" if means else ""
+            print(f"| {name} | {'with' if backfill else 'without'} | {PUBLISHED[(name, backfill)][5]:,.2f} | "
+                  f"{cell(mean((name, backfill, 'their RL, greedy')))} | {sampled} | {family} | {seeds} | "
+                  f"{summary} | {best[0]:,.2f} ({best[1]}) |")
+    print("\n### Training budgets\n")
+    print("| policy | algorithm | generations or steps | simulated jobs | CPU s | wall s |")
+    print("|---|---|---:|---:|---:|---:|")
+    for path in sorted(Path(args.policies).glob("*.json")):
+        meta = json.loads(path.read_text()).get("metadata", {})
+        budget = meta.get("generations", meta.get("timesteps"))
+        print(f"| {path.stem} | {meta.get('algorithm')} | {budget:,} | {meta.get('simulated_jobs', 0):,} | "
+              f"{meta.get('cpu_time_s')} | {meta.get('wall_time_s')} |")
     return 0
 
 
