@@ -14,7 +14,7 @@ backfilling (``evaluate_orders(protocol="rlscheduler")``, the code of ``batsched
 * our networks (``--policies``: ``es-<trace>-<backfill>-s<seed>.json`` and ``ppo-...``, trained by
   ``train-policy --protocol rlscheduler``), each seed its own row.
 
-Rows go to ``RESULTS/rlscheduler.csv`` (resumable). ``report``: the tables of
+Rows go to ``RESULTS/rlscheduler.csv`` (resumable; this run's: ``benchmarks/results/rlscheduler-sequences.csv``). ``report``: the tables of
 ``benchmarks/results/rlscheduler.md``. Lublin-2 is their ``data/lublin_256_new2``, not in
 ``../shared``: give their data folder with ``--their-data`` (else its rows are skipped).
 """
@@ -151,7 +151,7 @@ def cmd_report(args) -> int:
         sampled = f"{np.mean(draws):,.2f} [{min(draws):,.2f}, {max(draws):,.2f}] ({len(draws)})" if draws else ""
         families: dict = {}
         for (t, b, o), v in by.items():
-            if t == name and b == backfill and (o.startswith("es-") or o.startswith("ppo-")):
+            if t == name and b == backfill and o.startswith(("es", "ppo-")):
                 families.setdefault(o.rsplit("-s", 1)[0], []).append(float(np.mean(v)))
         best = min((mean((name, backfill, h)), h) for h in HEURISTICS)
         ours = families or {"": []}
