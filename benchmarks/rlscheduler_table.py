@@ -14,7 +14,8 @@ backfilling (``evaluate_orders(protocol="rlscheduler")``, the code of ``batsched
 * our networks (``--policies``: ``es-<trace>-<backfill>-s<seed>.json`` and ``ppo-...``, trained by
   ``train-policy --protocol rlscheduler``), each seed its own row.
 
-Rows go to ``RESULTS/rlscheduler.csv`` (resumable; this run's: ``benchmarks/results/rlscheduler-sequences.csv``). ``report``: the tables of
+Rows go to ``RESULTS/rlscheduler.csv`` (resumable; this run's:
+``benchmarks/results/rlscheduler-sequences.csv``). ``report``: the tables of
 ``benchmarks/results/rlscheduler.md``. Lublin-2 is their ``data/lublin_256_new2``, not in
 ``../shared``: give their data folder with ``--their-data`` (else its rows are skipped).
 """
