@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 __all__ = ["PROTOCOLS", "OrderResult", "Protocol", "evaluate_orders", "get_protocol", "mean_ci"]
 
 
@@ -36,6 +34,8 @@ class OrderResult:
 
     @property
     def mean(self) -> float:
+        import numpy as np  # not at import: the command line's parser reads PROTOCOLS
+
         return float(np.mean(self.values))
 
     def to_dict(self) -> dict:
@@ -46,6 +46,7 @@ class OrderResult:
 def mean_ci(values, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """95 % percentile bootstrap interval of the mean (``scipy.stats.bootstrap``, seeded): the
     sequences are the sample, and ten of them are too few to assume a normal mean."""
+    import numpy as np
     from scipy.stats import bootstrap
 
     values = np.asarray(values, dtype=float)
