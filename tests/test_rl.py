@@ -604,3 +604,38 @@ def test_ppo_progress_in_a_log_is_status_lines_not_a_carriage_return_bar():
     assert text.splitlines()[-1].startswith("train-policy (ppo): 2,048/20,480 steps, ")
     assert "ETA" in text and "tasks" not in text
     assert step_progress(100, 0, False, stream=stream).mode == "off"
+
+
+def test_the_tail_term_adds_what_each_sequence_s_longest_wait_costs_beyond_twice_fcfs_s():
+    """CMA-ES's fitness with a tail term (``tail_weight``) under a starvation bound: the log AVEbsld
+    ratio to FCFS plus w * max(0, log(longest wait / (2 x FCFS's))) per sequence, on sequences drawn
+    from two traces in turn."""
+    from batsched_ml.rl import es
+    from batsched_ml.rl.protocols import get_protocol
+
+    protocol = get_protocol("batsched-ml")
+    other = "lublin:100:800:3"
+    base = dict(workload=(KTH, other), nb_cores=100, backfill="easy", sequence_length=300, sequences=4,
+                starvation_threshold=36000.0, hidden=(4,))
+    plain, tailed = es.ESConfig(**base), es.ESConfig(**base, tail_weight=2.0)
+    tailed.check()
+    pools = [protocol.sequences(protocol.load_trace(w, 100), 300, (0.0, 0.8)) for w in es.workloads(plain)]
+    starts = es._generation_starts(pools, plain, 0)
+    assert [i for i, _ in starts] == [0, 1, 0, 1]  # the traces in turn
+    fcfs = protocol.scorer("fcfs")
+    shape = ScoringNetwork.shaped((4,))
+    network = shape.with_parameters(np.random.default_rng(5).normal(0, 4, shape.nb_parameters))
+    want_tail = 0.0
+    for i, start in starts:
+        bsld, wait = protocol.figures(NetworkPolicy(network), pools[i], start, "easy", 10.0, 36000.0)
+        base_bsld, base_wait = protocol.figures("fcfs", pools[i], start, "easy")
+        assert bsld == protocol.network_score(network, pools[i], start, "easy", starvation_threshold=36000.0)
+        want_tail += max(0.0, np.log(max(wait, 1.0) / (2 * max(base_wait, es.TAIL_FLOOR))))
+    without = es._fitness(protocol, network, plain, pools, starts,
+                          {s: es._baseline(protocol, fcfs, plain, pools[s[0]], s[1]) for s in starts})
+    with_tail = es._fitness(protocol, network, tailed, pools, starts,
+                            {s: es._baseline(protocol, fcfs, tailed, pools[s[0]], s[1]) for s in starts})
+    assert want_tail > 0  # this network makes some job wait more than twice as long as FCFS does
+    assert with_tail - without == pytest.approx(2.0 * want_tail / len(starts))
+    with pytest.raises(ValueError, match="starvation threshold needs the batsched-ml protocol"):
+        es.ESConfig(**{**base, "protocol": "rlscheduler", "backfill": "rlscheduler"}).check()

@@ -48,7 +48,8 @@ def cmd_train_policy(args) -> int:
 
 
 # The flags of one algorithm (a flag of the other is refused, never ignored) and their defaults.
-ALGORITHM_FLAGS = {"es": {"generations": 30, "population": 8, "sequences": 4, "sigma": 0.5},
+ALGORITHM_FLAGS = {"es": {"generations": 30, "population": 8, "sequences": 4, "sigma": 0.5,
+                          "starvation_threshold": None, "tail_weight": 0.0},
                    "ppo": {"timesteps": 100_000, "window": 128, "reward": "bsld-step", "envs": 1}}
 
 
@@ -72,10 +73,13 @@ def _train(args) -> int:
     if args.start_range is None:  # ours holds the last 20% back; theirs trains where it evaluates, as they did
         args.start_range = (0.0, 0.8) if args.protocol == "batsched-ml" else (0.0, 1.0)
     nb_cores = _cores(args)
+    if len(args.workload) > 1 and args.algorithm == "ppo":
+        raise check.ValidationError("--algorithm ppo trains on one workload")
+    workload = args.workload[0] if len(args.workload) == 1 else tuple(args.workload)
     if args.algorithm == "ppo":
         from .ppo import PPOConfig, train_ppo
 
-        config = PPOConfig(workload=args.workload, nb_cores=nb_cores, backfill=args.backfill,
+        config = PPOConfig(workload=workload, nb_cores=nb_cores, backfill=args.backfill,
                            sequence_length=args.sequence_length, start_range=args.start_range,
                            hidden=args.hidden, timesteps=args.timesteps, window=args.window,
                            reward=args.reward, seed=args.seed, envs=args.envs, protocol=args.protocol,
@@ -85,11 +89,12 @@ def _train(args) -> int:
     else:
         from .es import ESConfig, train_es
 
-        config = ESConfig(workload=args.workload, nb_cores=nb_cores, backfill=args.backfill,
+        config = ESConfig(workload=workload, nb_cores=nb_cores, backfill=args.backfill,
                           sequence_length=args.sequence_length, sequences=args.sequences,
                           start_range=args.start_range, hidden=args.hidden, population=args.population,
                           generations=args.generations, sigma=args.sigma, seed=args.seed, protocol=args.protocol,
-                          fits_now=args.fits_now)
+                          fits_now=args.fits_now, starvation_threshold=args.starvation_threshold,
+                          tail_weight=args.tail_weight)
         progress = TaskProgress.for_cli(args.generations, "train-policy generations", enabled=not args.quiet)
         network = train_es(config, args.output, checkpoint=args.checkpoint, restart=args.restart,
                            progress=progress, log=None if args.quiet else _log)
@@ -143,8 +148,8 @@ def add_rl_commands(sub) -> None:
     positive = lambda name: arg(check.positive_int, name, integer=True)  # noqa: E731
     p = sub.add_parser("train-policy", help="train a scoring network on job sequences (evolution strategies, "
                        "or PPO with the [rl] extra); use it with --policy rl:FILE")
-    p.add_argument("workload", help="trace to sample sequences from: an SWF trace (.swf/.swf.gz), a Batsim JSON "
-                   "workload, or lublin:CORES[:JOBS[:SEED]]")
+    p.add_argument("workload", nargs="+", help="trace to sample sequences from: an SWF trace (.swf/.swf.gz), a "
+                   "Batsim JSON workload, or lublin:CORES[:JOBS[:SEED]]; es: several, drawn from in turn")
     p.add_argument("-o", "--output", required=True, help="policy file to write (JSON; --policy rl:OUTPUT)")
     p.add_argument("-p", "--platform", default=None, help="machine platform XML (default: the trace's size)")
     p.add_argument("--cores", type=positive("--cores"), default=None, help="machine size instead of --platform")
@@ -178,6 +183,12 @@ def add_rl_commands(sub) -> None:
                     help="training sequences per generation, the same for every candidate (default 4)")
     es.add_argument("--sigma", type=arg(check.positive, "--sigma"), default=None,
                     help="initial step size (default 0.5)")
+    es.add_argument("--starvation-threshold", type=arg(check.starvation_threshold, "--starvation-threshold"),
+                    default=None, metavar="SECONDS", help="train under the bound the policy will run with: a job "
+                    "waiting longer goes first (protocol batsched-ml; default none)")
+    es.add_argument("--tail-weight", type=arg(check.non_negative, "--tail-weight"), default=None,
+                    help="weight of the tail term: log(longest wait / twice FCFS's) when above 0, per sequence "
+                    "(protocol batsched-ml; default 0)")
     ppo = p.add_argument_group("ppo")
     ppo.add_argument("--timesteps", type=positive("--timesteps"), default=None,
                      help="environment steps (default 100000)")

@@ -8,7 +8,12 @@ scheduler (``evaluate.run_policy``) -- on ``sequences`` job sequences of the tra
 drawn afresh each generation (the same ones for every candidate of a generation: common random
 numbers), and its fitness is the mean over them of ``log(AVEbsld / AVEbsld of FCFS)``
 (scale-free: a sequence where every order is bad does not drown the others; 0 = FCFS,
-negative = better). CMA-ES minimises it.
+negative = better). CMA-ES minimises it. With several traces (``workload`` a tuple) the
+sequences of a generation are drawn from each in turn; with a ``starvation_threshold`` the
+candidates are scored under the bound they will run with (a job waiting longer goes first). A
+``tail_weight`` w adds a tail term per sequence, ``w * max(0, log(longest wait / (2 x FCFS's
+longest wait)))`` (FCFS's at least ``TAIL_FLOOR`` seconds): an order pays for making some job wait
+more than twice as long as FCFS would have, at every scale of load the sequences hold.
 
 The search starts from all-zero weights, i.e. every job scored equal: FCFS. After every
 generation the checkpoint (the CMA-ES state, numpy's global random state which ``cma``
@@ -45,6 +50,8 @@ class ESConfig(TrainingSettings):
     generations: int = 30
     sigma: float = 0.5
     tau: float = 10.0
+    starvation_threshold: float | None = None  # seconds (batsched-ml protocol): trained under the bound
+    tail_weight: float = 0.0  # the tail term's weight (batsched-ml protocol; see the module docstring)
 
     def check(self) -> None:
         for name in ("sequence_length", "sequences", "population", "generations"):
@@ -57,6 +64,16 @@ class ESConfig(TrainingSettings):
         if any(h < 1 for h in self.hidden):
             raise ValueError(f"hidden layer widths must be >= 1, got {self.hidden}")
         get_protocol(self.protocol).check_backfill(self.backfill)
+        if self.starvation_threshold is not None:
+            if self.protocol != "batsched-ml":
+                raise ValueError("a starvation threshold needs the batsched-ml protocol (their simulator has none)")
+            if not self.starvation_threshold >= 0:
+                raise ValueError(f"starvation-threshold must be >= 0 seconds, got {self.starvation_threshold}")
+        if self.tail_weight:
+            if self.protocol != "batsched-ml":
+                raise ValueError("a tail term needs the batsched-ml protocol (waits of a queue order)")
+            if not self.tail_weight > 0:
+                raise ValueError(f"tail-weight must be >= 0, got {self.tail_weight}")
 
 
 @dataclass
@@ -89,8 +106,8 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
 
     config.check()
     protocol = get_protocol(config.protocol)
-    trace = protocol.load_trace(config.workload, config.nb_cores)
-    sequences = protocol.sequences(trace, config.sequence_length, config.start_range)
+    traces = [protocol.load_trace(w, config.nb_cores) for w in workloads(config)]
+    pools = [protocol.sequences(t, config.sequence_length, config.start_range) for t in traces]
     fcfs = protocol.scorer("fcfs")
     shape = ScoringNetwork.shaped(config.hidden, AGENT_FEATURES if config.fits_now else FEATURES)
     checkpoint = Path(checkpoint) if checkpoint is not None else checkpoint_path(output)
@@ -112,25 +129,25 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
         while state.generation < config.generations:
             watch = Stopwatch()
             with watch:
-                starts = _generation_starts(sequences, config, state.generation)
+                starts = _generation_starts(pools, config, state.generation)
                 for start in starts:
                     if start not in state.baseline:
-                        state.baseline[start] = fcfs(sequences, start, config.backfill)
+                        state.baseline[start] = _baseline(protocol, fcfs, config, pools[start[0]], start[1])
                         state.simulated_sequences += 1
-                        state.simulated_jobs += sequences.length
+                        state.simulated_jobs += config.sequence_length
                 candidates = state.es.ask()
-                fitness = [_fitness(protocol, shape.with_parameters(x), config, sequences, starts, state.baseline)
+                fitness = [_fitness(protocol, shape.with_parameters(x), config, pools, starts, state.baseline)
                            for x in candidates]
                 state.es.tell(candidates, fitness)
                 state.simulated_sequences += len(candidates) * len(starts)
-                state.simulated_jobs += len(candidates) * len(starts) * sequences.length
+                state.simulated_jobs += len(candidates) * len(starts) * config.sequence_length
                 state.generation += 1
                 state.history.append({"generation": state.generation, "best": float(min(fitness)),
                                       "mean": float(np.mean(fitness)), "median": float(np.median(fitness))})
                 state.numpy_random = np.random.get_state()
             state.wall_time += watch.wall
             state.cpu_time += watch.cpu
-            network = _network(shape, state, trace)
+            network = _network(shape, state, traces)
             network.save(output)
             _save(checkpoint, state)
             if progress is not None:
@@ -142,38 +159,64 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
     finally:
         if progress is not None:
             progress.close()
-    network = _network(shape, state, trace)
+    network = _network(shape, state, traces)
     network.save(output)
     return network
 
 
-def _generation_starts(sequences, config: ESConfig, generation: int) -> list[int]:
-    """The training sequences of a generation: a function of the seed and the generation only, so
-    a resumed run draws the same ones."""
+def workloads(config) -> tuple:
+    """The training traces of ``config`` (its ``workload``: one, or a tuple of several)."""
+    return tuple(config.workload) if isinstance(config.workload, (tuple, list)) else (config.workload,)
+
+
+def _generation_starts(pools, config: ESConfig, generation: int) -> list[tuple[int, int]]:
+    """The training sequences of a generation, ``(trace index, start)``, the traces in turn: a
+    function of the seed and the generation only, so a resumed run draws the same ones."""
     rng = np.random.default_rng([config.seed, generation])
-    return [sequences.sample_start(rng) for _ in range(config.sequences)]
+    return [(i % len(pools), pools[i % len(pools)].sample_start(rng)) for i in range(config.sequences)]
 
 
-def _fitness(protocol, network: ScoringNetwork, config: ESConfig, sequences, starts, baseline) -> float:
+TAIL_FLOOR = 60.0  # seconds: FCFS's longest wait in a tail term, at least (a sequence where no job waits)
+
+
+def _baseline(protocol, fcfs, config: ESConfig, pool, start: int):
+    """FCFS's AVEbsld on a sequence (and its longest wait, with a tail term)."""
+    if config.tail_weight:
+        return protocol.figures("fcfs", pool, start, config.backfill, config.tau)
+    return fcfs(pool, start, config.backfill)
+
+
+def _fitness(protocol, network: ScoringNetwork, config: ESConfig, pools, starts, baseline) -> float:
     total = 0.0
     for start in starts:
-        bsld = protocol.network_score(network, sequences, start, config.backfill, config.tau)
-        total += math.log(bsld / baseline[start])
+        if config.tail_weight:
+            from ..policies.network import NetworkPolicy
+
+            bsld, wait = protocol.figures(NetworkPolicy(network), pools[start[0]], start[1], config.backfill,
+                                          config.tau, config.starvation_threshold)
+            base, base_wait = baseline[start]
+            total += math.log(bsld / base) + config.tail_weight * max(
+                0.0, math.log(max(wait, 1.0) / (2.0 * max(base_wait, TAIL_FLOOR))))
+        else:
+            bsld = protocol.network_score(network, pools[start[0]], start[1], config.backfill, config.tau,
+                                          starvation_threshold=config.starvation_threshold)
+            total += math.log(bsld / baseline[start])
     return total / len(starts)
 
 
-def _network(shape: ScoringNetwork, state: ESState, trace) -> ScoringNetwork:
+def _network(shape: ScoringNetwork, state: ESState, traces) -> ScoringNetwork:
     """The network at the distribution's mean, with what it cost to train."""
     network = shape.with_parameters(state.es.result.xfavorite)
-    network.machine_cores = trace.nb_cores
+    network.machine_cores = traces[0].nb_cores
     config = asdict(state.config)
     network.metadata = {
-        "algorithm": "cma-es", "trained_on": trace.name, "config": config,
+        "algorithm": "cma-es", "trained_on": " + ".join(t.name for t in traces), "config": config,
         "generations": state.generation, "wall_time_s": round(state.wall_time, 1),
         "cpu_time_s": round(state.cpu_time, 1), "simulated_sequences": state.simulated_sequences,
         "simulated_jobs": state.simulated_jobs,
         "fitness": state.history[-1] if state.history else None,
-        "fitness_meaning": "mean log(AVEbsld / AVEbsld of FCFS) over the generation's sequences (0 = FCFS)",
+        "fitness_meaning": "mean log(AVEbsld / AVEbsld of FCFS) over the generation's sequences (0 = FCFS)"
+                           + (", plus the tail term" if state.config.tail_weight else ""),
     }
     return network
 
@@ -206,7 +249,11 @@ def _load(path: Path, config: ESConfig) -> ESState | None:
     return state
 
 
-def _file_of(workload: str) -> str | None:
+def _file_of(workload) -> str | tuple | None:
+    """The workload's absolute path (a tuple of them for several), or None when one is not a file."""
+    if isinstance(workload, (tuple, list)):
+        files = tuple(_file_of(w) for w in workload)
+        return None if None in files else files
     path = Path(workload)
     return str(path.resolve()) if path.is_file() else None
 

@@ -91,10 +91,22 @@ class Protocol:
         """``score(sequences, start, backfill) -> float`` of ``order`` (a ValueError if unknown)."""
         raise NotImplementedError
 
-    def network_score(self, network, sequences, start: int, backfill: str, tau: float = 10.0) -> float:
+    def network_score(self, network, sequences, start: int, backfill: str, tau: float = 10.0,
+                      starvation_threshold=None) -> float:
         """The score of a scoring network (``policies.network.ScoringNetwork``) on one sequence, as
-        training sees it."""
+        training sees it (``starvation_threshold``: jobs waiting longer go first, where the
+        protocol's schedulers have one)."""
         raise NotImplementedError
+
+    def submit_offset(self, trace, index: int) -> float:
+        """Seconds from the trace's first submission to job ``index``'s (where a sequence starts)."""
+        raise NotImplementedError
+
+    def figures(self, policy, sequences, start: int, backfill: str, tau: float = 10.0,
+                starvation_threshold=None) -> tuple[float, float]:
+        """``(AVEbsld, longest wait)`` of a queue order (a ``--policy`` spec or ``Policy``; a
+        network as ``NetworkPolicy``) on one sequence, where the protocol runs queue orders."""
+        raise ValueError(f"the {self.name} protocol does not measure waits of a queue order")
 
 
 class BatschedMLProtocol(Protocol):
@@ -124,12 +136,23 @@ class BatschedMLProtocol(Protocol):
         build_policy(spec)  # an unknown order fails here, before any simulation
         return lambda sequences, start, backfill: sequence_bsld(spec, backfill, sequences, start)
 
-    def network_score(self, network, sequences, start: int, backfill: str, tau: float = 10.0) -> float:
+    def network_score(self, network, sequences, start: int, backfill: str, tau: float = 10.0,
+                      starvation_threshold=None) -> float:
         """The network as the queue order of the real ``fcfs`` or ``easy`` (as it will be deployed)."""
         from ..policies.network import NetworkPolicy
         from .evaluate import sequence_bsld
 
-        return sequence_bsld(NetworkPolicy(network), backfill, sequences, start, tau)
+        return sequence_bsld(NetworkPolicy(network), backfill, sequences, start, tau, starvation_threshold)
+
+    def submit_offset(self, trace, index: int) -> float:
+        return float(trace.jobs[index].get("subtime", 0.0) - trace.jobs[0].get("subtime", 0.0))
+
+    def figures(self, policy, sequences, start: int, backfill: str, tau: float = 10.0,
+                starvation_threshold=None) -> tuple[float, float]:
+        from .evaluate import sequence_figures
+
+        return sequence_figures(self.ALIASES.get(policy, policy) if isinstance(policy, str) else policy, backfill,
+                                sequences, start, tau, starvation_threshold)
 
 
 class RLSchedulerProtocol(Protocol):
@@ -158,11 +181,18 @@ class RLSchedulerProtocol(Protocol):
 
         return scorer(order, self.backfill_rule)
 
-    def network_score(self, network, sequences, start: int, backfill: str, tau: float = 10.0) -> float:
-        """A greedy agent with the network choosing among the visible jobs (their score; ``tau`` is theirs)."""
+    def network_score(self, network, sequences, start: int, backfill: str, tau: float = 10.0,
+                      starvation_threshold=None) -> float:
+        """A greedy agent with the network choosing among the visible jobs (their score; ``tau`` is theirs;
+        their simulator has no starvation threshold)."""
         from .rlscheduler.scoring import greedy_network
 
+        if starvation_threshold is not None:
+            raise ValueError("the rlscheduler protocol's simulator has no starvation threshold")
         return greedy_network(network, sequences.episode(start, backfill == self.backfill_rule))
+
+    def submit_offset(self, trace, index: int) -> float:
+        return float(trace.submit[index] - trace.submit[0])
 
 
 PROTOCOLS = {p.name: p for p in (BatschedMLProtocol(), RLSchedulerProtocol())}
