@@ -25,6 +25,8 @@ GROUPS = {
     "classifiers": "batsched_ml.classifiers",
     "distributions": "batsched_ml.distributions",
 }
+# groups of what is not a run's component (no --flag of simulate)
+OTHER_GROUPS = {"campaign_tasks": "batsched_ml.campaign_tasks"}
 
 BUILTINS = {
     "schedulers": {
@@ -58,11 +60,15 @@ BUILTINS = {
         "hmm": "batsched_ml.distributions.hmm:HMMDistribution",
         "forest": "batsched_ml.distributions.forest:ForestDistribution",
     },
+    # what a campaign table's tasks do (campaign.kinds); the reinforcement-learning package registers
+    # train-policy and evaluate-policy as entry points of the group
+    "campaign_tasks": {"simulate": "batsched_ml.campaign.tasks:SimulateKind"},
 }
 
 
 SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "predictor",
-            "corrections": "correction", "classifiers": "classifier", "distributions": "distribution"}
+            "corrections": "correction", "classifiers": "classifier", "distributions": "distribution",
+            "campaign_tasks": "campaign task kind"}
 
 # The plugin API (``batsched_ml.api``) this package provides: a plugin class may require a version
 # with ``api_version = "1.0"`` (same major, minor at most ours); see docs/api.md for what each covers.
@@ -102,7 +108,7 @@ def entries(kind: str) -> dict[str, Entry]:
     distributions is an entry with ``clashes``, which :func:`load_entry` refuses."""
     own = _own_distribution()
     found = {name: Entry(kind, name, target, own) for name, target in BUILTINS.get(kind, {}).items()}
-    for name, target, dist in _installed(GROUPS[kind]):
+    for name, target, dist in _installed({**GROUPS, **OTHER_GROUPS}[kind]):
         entry = Entry(kind, name, target, dist or own)
         first = found.get(name)
         if first is None or _project(first.distribution) == _project(entry.distribution):

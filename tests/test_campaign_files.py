@@ -295,6 +295,26 @@ def test_aggregate_table_lays_out_a_statistic_by_two_axes():
     assert "| spf-easy | 10.0 |" in flat
 
 
+
+def test_a_table_place_holds_a_config_per_trace_with_the_papers_value_to_its_decimals():
+    """RLScheduler's table: each trace's learned policy is its own config at the same (order, backfill)
+    place; ``decimals`` prints ours and theirs alike; ``traces``/``configs`` keep a table to some."""
+    rows = [{"trace": t, "config": c, "status": "ok", "avebsld10": v, "window": w, "seed": 0}
+            for t, c, values in (("A", "fcfs-with", [1234.5, 1.0]), ("A", "a-ours-with", [10.0, 20.0]),
+                                 ("B", "fcfs-with", [7.0, 9.0]), ("B", "b-ours-with", [3.0, 4.0]))
+            for w, v in enumerate(values)]
+    axes = {"fcfs-with": {"order": "fcfs", "backfill": "with"}, "a-ours-with": {"order": "ours", "backfill": "with"},
+            "b-ours-with": {"order": "ours", "backfill": "with"}}
+    paper = [PaperRef("A", "fcfs-with", "avebsld10", value=617.75), PaperRef("B", "b-ours-with", "avebsld10", value=3.5)]
+    spec = TableSpec("avebsld10", rows="order", columns="backfill", decimals=2)
+    lines = aggregate_table(spec, rows, ["A", "B"], list(axes), axes, paper)
+    assert "| A | fcfs | 2 | 617.75 (617.75) |" in lines
+    assert "| A | ours | 2 | 15.00 |" in lines and "| B | ours | 2 | 3.50 (3.50) |" in lines  # each trace's own
+    only = aggregate_table(TableSpec("avebsld10", traces=("B",), configs=("fcfs-with",)), rows, ["A", "B"],
+                           list(axes), axes, [])
+    assert "| config | B |" in only and "| fcfs-with | 8.00 |" in only
+    assert not any("ours" in line for line in only)
+
 def test_the_report_has_the_campaigns_tables_and_its_copy_runs_again(tmp_path, capsys):
     from batsched_ml.cli import main
 

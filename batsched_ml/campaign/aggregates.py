@@ -33,13 +33,18 @@ def aggregate_table(spec, rows, traces, configs, axes: dict, paper) -> list[str]
     config -> {axis: label})."""
     values = _run_values(rows, spec.metric)
     statistic = STATISTICS[spec.statistic]
+    traces = [t for t in traces if spec.traces is None or t in spec.traces]
+    configs = [c for c in configs if spec.configs is None or c in spec.configs]
     references = {(p.trace, p.config): p.value for p in paper if p.metric == spec.metric and p.value is not None}
+
+    def number(value) -> str:
+        return fmt(value) if spec.decimals is None else f"{value:,.{spec.decimals}f}"
 
     def cell(trace, config) -> str:
         got = values.get((trace, config))
-        text = fmt(statistic(got)) if got else "-"
+        text = number(statistic(got)) if got else "-"
         if (trace, config) in references:
-            text += f" ({fmt(references[(trace, config)])})"
+            text += f" ({number(references[(trace, config)])})"
         return text
 
     title = spec.title or f"{spec.metric}: {spec.statistic} over each configuration's runs"
@@ -54,12 +59,19 @@ def aggregate_table(spec, rows, traces, configs, axes: dict, paper) -> list[str]
                     if spec.rows in axes.get(c, {}) and spec.columns in axes.get(c, {})}
         row_labels = list(dict.fromkeys(r for r, _ in laid_out.values()))
         column_labels = list(dict.fromkeys(c for _, c in laid_out.values()))
-        config_at = {place: config for config, place in laid_out.items()}
+        configs_at = defaultdict(list)  # a place may hold a config per trace (each runs on its own)
+        for config, place in laid_out.items():
+            configs_at[place].append(config)
+
+        def config_at(trace, place):
+            held = configs_at.get(place, [])
+            return next((c for c in held if (trace, c) in values), held[0] if held else None)
+
         lines += [f"| trace | {spec.rows} | n | " + " | ".join(column_labels) + " |",
                   "|---|---|---:|" + "---:|" * len(column_labels)]
         for trace in traces:
             for row in row_labels:
-                placed = [config_at.get((row, column)) for column in column_labels]
+                placed = [config_at(trace, (row, column)) for column in column_labels]
                 runs = max((len(values.get((trace, c), [])) for c in placed if c), default=0)
                 if runs:
                     cells = [cell(trace, c) if c else "-" for c in placed]

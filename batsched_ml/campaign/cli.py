@@ -93,10 +93,17 @@ def cmd_check(args) -> int:
     c.require_inputs()
     windows = {n: (t.windows.count or "all") if t.windows else t.jitter.copies if t.jitter else 1
                for n, t in c.traces.items()}
-    print(f"campaign {c.name}: {len(c.traces)} trace(s) {windows}, {len(c.configs)} config(s), "
+    from .kinds import get_kind
+
+    trainings = f", {len(c.trainings)} training(s)" if c.trainings else ""
+    print(f"campaign {c.name}: {len(c.traces)} trace(s) {windows}, {len(c.configs)} config(s){trainings}, "
           f"seeds {c.seeds}, baseline {c.baseline}")
+    for training in c.trainings.values():
+        print(f"  train {training.name} (seeds {', '.join(map(str, training.seeds))}; on {', '.join(training.traces)}): "
+              f"{get_kind(training.kind).command} {training.command}")
     for config in c.configs.values():
-        print(f"  {config.name}: batsched-ml simulate ... {config.command}")
+        on = f" (on {', '.join(config.traces)})" if config.traces is not None else ""
+        print(f"  {config.name}{on}: {get_kind(config.kind).command} ... {config.command}")
     return 0
 
 

@@ -26,15 +26,13 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import CampaignError
+
 __all__ = ["CampaignError", "DeclaredPath", "PATH_KEYS", "as_table", "check_keys", "expand", "read_campaign_file",
            "write_campaign"]
 
 PATH_KEYS = ("swf", "workload", "platform")  # trace keys that name a file
 NAMED_TABLES = ("traces", "configs")  # merged name by name, then key by key
-
-
-class CampaignError(ValueError):
-    """A campaign file that cannot be run as written (the CLI prints it on one line, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +165,8 @@ def _matrix(name: str, table: dict) -> dict:
     axes = table["matrix"]
     if not isinstance(axes, dict) or not axes:
         raise CampaignError(f"{where} matrix must be a table of axes: matrix = {{ AXIS = {{ LABEL = VALUE, ... }} }}")
-    values = {axis: _axis(where, axis, labels) for axis, labels in axes.items()}
+    kind = table.get("kind", "simulate")
+    values = {axis: _axis(where, axis, labels, kind) for axis, labels in axes.items()}
     template = table.get("name", f"{name}-" + "-".join(f"{{{axis}}}" for axis in axes))
     if not isinstance(template, str):
         raise CampaignError(f"{where} name must be a string such as \"{{{next(iter(axes))}}}-...\"")
@@ -191,18 +190,19 @@ def _matrix(name: str, table: dict) -> dict:
     return out
 
 
-def _axis(where: str, axis: str, labels) -> dict:
-    """``{label: keys}`` of one axis."""
+def _axis(where: str, axis: str, labels, kind: str = "simulate") -> dict:
+    """``{label: keys}`` of one axis (of a matrix of configs of ``kind``)."""
     if isinstance(labels, list):
         if not labels or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in labels):
             raise CampaignError(f"{where} matrix.{axis}: a list of values (strings or numbers)")
         labels = {str(v): v for v in labels}
     if not isinstance(labels, dict) or not labels:
         raise CampaignError(f"{where} matrix.{axis} must be {{ LABEL = VALUE, ... }} or a list of values")
-    from ..config import table_keys
+    from .kinds import get_kind
 
+    keys = get_kind(kind, where).keys() if any(not isinstance(v, dict) for v in labels.values()) else ()
     for label, value in labels.items():
-        if not isinstance(value, dict) and axis not in table_keys():
+        if not isinstance(value, dict) and axis not in keys:
             raise CampaignError(f"{where} matrix.{axis}: {label} = {value!r} would set {axis!r}, which is not a "
                                 f"setting; give the keys it sets, e.g. {label} = {{ policy = {value!r} }}")
     return {str(label): value if isinstance(value, dict) else {axis: value} for label, value in labels.items()}

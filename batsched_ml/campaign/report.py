@@ -54,6 +54,9 @@ def _settings(results_dir: Path) -> dict:
         configs = data.get("configs", {})
         traces = data.get("traces", {})
         argv = {n: config_argv(t, f"[configs.{n}]") for n, t in configs.items()}
+        kinds = {n: t.get("kind", "simulate") for n, t in configs.items()}
+        runs_on = {n: t["traces"] if isinstance(t.get("traces"), list) else [t["traces"]]
+                   for n, t in configs.items() if "traces" in t}
         paper = paper_refs(data.get("paper", []), traces, configs)
         tables = table_specs(data.get("tables", []), {n: t.get("axes") for n, t in configs.items()})
     except CampaignError as exc:
@@ -63,8 +66,18 @@ def _settings(results_dir: Path) -> dict:
             "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper,
             "traces": list(traces), "configs": list(configs), "tables": tables,
             "windows": {n: "jittered copies" if "jitter" in (t or {}) else "windows" for n, t in traces.items()},
-            "seeds": {n: t.get("seeds", head.get("seeds", [0])) for n, t in configs.items()},
+            "seeds": {n: t.get("seeds", _training_seeds(t, data.get("train", {})) or head.get("seeds", [0]))
+                      for n, t in configs.items()},
+            "kinds": kinds, "runs_on": runs_on, "trainings": list(data.get("train", {})),
             "axes": {n: dict(t.get("axes") or {}) for n, t in configs.items()}}
+
+
+def _training_seeds(config: dict, trainings: dict) -> list | None:
+    """The seeds of the training a config names (``@NAME``), which it runs by default."""
+    from .kinds import references
+
+    named = sorted(n for n in references({k: v for k, v in config.items() if k != "axes"}) if n in trainings)
+    return trainings[named[0]].get("seeds") if named else None
 
 
 def _mean(values):
@@ -98,22 +111,26 @@ def run_report(results_dir: Path, row: dict) -> dict | None:
 # ------------------------------------------------------------------ which runs are there
 
 
-def completeness(rows, traces, configs, seeds) -> dict:
+def completeness(rows, traces, configs, seeds, runs_on: dict | None = None, kinds: dict | None = None) -> dict:
     """``{(trace, config): {"expected": n, "missing": n, status: n...}}`` for every trace and config
     of the campaign file: a run is expected for each seed (``seeds``: a list, or each config's
-    list) and each window the trace's rows show (a trace without any row counts as one window),
-    missing when results.csv has no row for it."""
+    list) and each window the trace's rows of configs of the same kind show (``kinds``: config ->
+    kind; a trace without any row counts as one window), missing when results.csv has no row for
+    it; ``runs_on``: config -> its traces, for the configs that run on some only."""
+    kinds = kinds or {}
     present = defaultdict(lambda: defaultdict(int))
     windows = defaultdict(set)
     have = set()
     for r in rows:
         present[(r["trace"], r["config"])][r["status"]] += 1
-        windows[r["trace"]].add(r["window"])
+        windows[(r["trace"], kinds.get(r["config"], "simulate"))].add(r["window"])
         have.add((r["trace"], r["config"], r["window"], r["seed"]))
     out = {}
     for trace in traces:
-        trace_windows = windows.get(trace) or {0}
         for config in configs:
+            if runs_on and config in runs_on and trace not in runs_on[config]:
+                continue
+            trace_windows = windows.get((trace, kinds.get(config, "simulate"))) or {0}
             config_seeds = seeds.get(config, [0]) if isinstance(seeds, dict) else seeds
             expected = [(w, s) for w in trace_windows for s in config_seeds]
             counts = dict(present.get((trace, config), {}))
@@ -342,6 +359,41 @@ def _interval_section(rows, trace, configs, metrics, baseline, results_dir: Path
     return ["### Intervals", ""] + lines if lines else []
 
 
+def _configurations(s: dict) -> list[str]:
+    """Each config as its command's flags (``simulate`` only: the flags alone, as always)."""
+    from .kinds import get_kind
+
+    only_simulate = all(kind == "simulate" for kind in s["kinds"].values())
+    head = "`batsched-ml simulate` flags" if only_simulate else "command"
+    lines = ["## Configurations", "", f"| config | {head} |", "|---|---|"]
+    for name, argv in s["argv"].items():
+        flags = " ".join(argv) or "(defaults)"
+        if not only_simulate:
+            flags = f"{get_kind(s['kinds'][name]).command} {' '.join(argv)}".strip()
+        on = f" (on {', '.join(s['runs_on'][name])})" if name in s["runs_on"] else ""
+        lines.append(f"| {name}{on} | `{flags}` |")
+    return lines + [""]
+
+
+def _trainings_section(results_dir: Path, trainings: list[str]) -> list[str]:
+    """The trainings' runs (``trainings.csv``): status, traces and what each kind reports."""
+    from .trainings import read_trainings
+
+    rows = [r for r in read_trainings(results_dir) if r["training"] in trainings]
+    if not rows:
+        return ([f"## Trainings", "", f"Not run yet: {', '.join(trainings)}.", ""] if trainings else [])
+    columns = list(dict.fromkeys(k for r in rows for k in (r["metrics"] or {})))
+    lines = ["## Trainings", "", "Each training's seeds (`trainings.csv`; the files under `trained/`).", "",
+             "| training | seed | status | traces | " + " | ".join(columns) + " |",
+             "|---|---:|---|---|" + "---:|" * len(columns)]
+    for r in rows:
+        metrics = r["metrics"] or {}
+        cells = [metrics[c] if isinstance(metrics.get(c), str) else fmt(metrics.get(c)) for c in columns]
+        status = r["status"] if r["status"] == "ok" else f"{r['status']}: {r['error']}"
+        lines.append(f"| {r['training']} | {r['seed']} | {status} | {r['traces']} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def _last_run(results_dir: Path) -> list[str]:
     log = results_dir / "runs.log"
     if not log.is_file():
@@ -365,7 +417,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
     report_dir.mkdir(parents=True, exist_ok=True)
     traces = list(dict.fromkeys([*s["traces"], *(r["trace"] for r in rows)]))
     configs = list(dict.fromkeys([*s["configs"], *(r["config"] for r in rows)]))
-    counts = completeness(rows, traces, configs, s["seeds"])
+    counts = completeness(rows, traces, configs, s["seeds"], s["runs_on"], s["kinds"])
     missing = sum(c["missing"] for c in counts.values())
     no_figures = matplotlib_missing()
     if no_figures and log is not None:
@@ -388,7 +440,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
     lines += per_job_note(rows, results_dir)
     for trace in traces:
         lines += [f"## {trace}", ""]
-        if not any(counts[(trace, c)].get(k) for c in configs for k in (*RAN, "error", "timeout")):
+        if not any(counts.get((trace, c), {}).get(k) for c in configs for k in (*RAN, "error", "timeout")):
             lines += ["Not run yet: `batsched-ml campaign run` on the campaign file runs it.", ""]
             continue
         not_completed = not_completed_by_config(rows, trace)
@@ -406,10 +458,8 @@ def write_report(results_dir, report_dir, log=None) -> Path:
         for spec in s["tables"]:
             lines += aggregate_table(spec, rows, traces, configs, s["axes"], s["paper"])
     lines += paper_table([p for p in s["paper"] if p.trace in traces], summary, baseline)
-    lines += ["## Configurations", "", "| config | `batsched-ml simulate` flags |", "|---|---|"]
-    for name, argv in s["argv"].items():
-        lines.append(f"| {name} | `{' '.join(argv) or '(defaults)'}` |")
-    lines.append("")
+    lines += _trainings_section(results_dir, s["trainings"])
+    lines += _configurations(s)
     walls = [r["wall_s"] for r in rows if r.get("wall_s") is not None]
     if walls:
         lines += [f"Simulation time: {sum(walls):,.1f} s in total (sum over runs, as measured when each ran; "

@@ -19,7 +19,9 @@ from ..executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
 from .results import complete_row, read_results, write_results
 from .spec import Campaign
+from .kinds import get_kind
 from .tasks import REPORT_SUFFIX, Task, code_version, error_row, run_name, run_task, task_key
+from .trainings import TRAINED, TRAINING_WINDOW, WORK, write_trainings
 
 __all__ = ["CampaignOutcome", "build_tasks", "estimated_cost", "run_campaign"]
 
@@ -40,19 +42,53 @@ class CampaignOutcome:
 
 
 def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
-    """Every (trace, window, config, seed), in campaign-file order."""
+    """Every training's seed, then every (trace, window, config, seed) in campaign-file order.
+
+    A config naming a training's file (``@NAME``) runs seed s on the file of the training's seed s:
+    its task ``needs`` that training's key, which its own key includes (a retrained policy is a new
+    run), and reads the file where the cache keeps it."""
+    results_dir = Path(results_dir)
     version = code_version()
-    tasks = []
+    inputs_dir = results_dir / "inputs"
+    tasks, trained = [], {}  # trained: (training, seed) -> key
+    for training in campaign.trainings.values():
+        kind = get_kind(training.kind)
+        unit = kind.training_unit(list(training.traces.values()), training.settings, inputs_dir)
+        for seed in training.seeds:
+            settings = kind.with_seed(training.settings, seed)
+            key = task_key(unit.digest, settings, version, kind=kind.name)
+            trained[(training.name, seed)] = key
+            tasks.append(Task(trace="+".join(training.traces), window=TRAINING_WINDOW, window_start=0.0,
+                              config=training.name, seed=seed, argv=training.argv, key=key, nb_jobs=unit.nb_jobs,
+                              settings=settings, kind=kind.name, inputs=unit.inputs,
+                              workdir=str((results_dir / WORK).resolve())))
+    units: dict = {}
     for spec in campaign.traces.values():
-        for inp in prepare_trace(spec, Path(results_dir) / "inputs"):
-            for config in campaign.configs.values():
-                for seed in campaign.seeds_of(config.name):
-                    run_config = config.config.replace(seed=seed)
-                    tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
-                                      config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
-                                      platform=inp.platform, key=task_key(inp.digest, run_config, version),
-                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout, run_config=run_config))
+        for config in campaign.configs.values():
+            if not config.runs_on(spec.name):
+                continue
+            kind = get_kind(config.kind)
+            cut = (spec.name, kind.name, kind.unit_key(config.config))
+            if cut not in units:
+                units[cut] = kind.units(spec, config.config, inputs_dir)
+            for seed in campaign.seeds_of(config.name):
+                settings = kind.with_seed(config.config, seed)
+                needs = {name: trained[(name, seed)] for name in config.needs}
+                files = {name: str((results_dir / "cache").resolve() / f"{key}{_output(campaign, name)}")
+                         for name, key in needs.items()}
+                for unit in units[cut]:
+                    tasks.append(Task(trace=spec.name, window=unit.window, window_start=unit.window_start,
+                                      config=config.name, seed=seed, argv=config.argv, nb_jobs=unit.nb_jobs,
+                                      key=task_key(unit.digest, settings, version, kind=kind.name,
+                                                   needs={**needs, **kind.file_digests(settings)}),
+                                      timeout=campaign.task_timeout, settings=kind.with_files(settings, files),
+                                      kind=kind.name, inputs=unit.inputs, needs=tuple(needs.values())))
     return tasks
+
+
+def _output(campaign: Campaign, training: str) -> str:
+    """The suffix of the file ``training`` writes (its kind's)."""
+    return get_kind(campaign.trainings[training].kind).output
 
 
 def estimated_cost(task: Task, costs: dict[str, float]) -> float:
@@ -177,13 +213,20 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                                           f"a local Dask cluster of {workers or default_workers()} worker(s)")
         log(f"campaign {campaign.name}: {len(tasks)} tasks, {outcome.cached} cached, {len(todo)} to run"
             + (f" on {where}" if todo else ""))
-        if todo:
-            if not isinstance(progress, TaskProgress):
-                progress = TaskProgress.for_cli(len(todo), campaign.name, enabled=bool(progress),
-                                                weights=[estimated_cost(t, costs) for t in todo])
-            for i, result in iter_tasks(run_task, todo, scheduler_address=scheduler_address, workers=workers,
-                                        progress=progress, desc=campaign.name):
-                task = todo[i]
+        labels = {t.key: t.label for t in tasks if t.training}
+        while todo:  # in waves: a task runs once the trainings it needs are done
+            ready = [t for t in todo if all(n in done for n in t.needs)]
+            for task in todo:
+                failed = [labels.get(n, n) for n in task.needs if n in failures]
+                if failed:
+                    failures[task.key] = ("error", f"needs the training {failed[0]}, which did not finish")
+            if not ready:
+                break
+            wave = progress if isinstance(progress, TaskProgress) else TaskProgress.for_cli(
+                len(ready), campaign.name, enabled=bool(progress), weights=[estimated_cost(t, costs) for t in ready])
+            for i, result in iter_tasks(run_task, ready, scheduler_address=scheduler_address, workers=workers,
+                                        progress=wave, desc=campaign.name):
+                task = ready[i]
                 if isinstance(result, TaskFailure):
                     failures[task.key] = ("error", result.error)
                     log(f"failed: {task.label}: {result.error}")
@@ -196,12 +239,15 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                     cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
                     done[task.key] = result["row"]
                     outcome.computed += 1
+            todo = [t for t in todo if t.key not in done and t.key not in failures]
     except KeyboardInterrupt as exc:
         outcome.interrupted = True
         outcome.stopped_by = exc
     finally:
         if tasks is not None:  # (nothing to write when stopped before the tasks were known)
-            outcome.rows = _write_rows(results_dir, campaign, ran, tasks, done, failures, cache)
+            runs = [t for t in tasks if not t.training]
+            outcome.rows = _write_rows(results_dir, campaign, ran, runs, done, failures, cache)
+            write_trainings(results_dir, campaign, [t for t in tasks if t.training], done, failures, cache)
             outcome.stored = sum(t.key in done for t in tasks)
             outcome.failed = [f"{t.label}: {failures[t.key][1]}" for t in tasks if t.key in failures]
             _log_run(results_dir, outcome, time.perf_counter() - t0, where)

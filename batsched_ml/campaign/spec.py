@@ -6,7 +6,8 @@ Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fie
 plus ``options`` (and ``axes``, its labels in the report's tables), and becomes that object
 directly (no command line is re-parsed); it is validated and built by ``batsched_ml.compose``
 like ``simulate``'s flags -- one vocabulary, one validation. Traces and where their files are:
-``traces``.
+``traces``. A config's ``kind`` (default ``simulate``) may name another task kind (``kinds``), whose
+keys it then takes; ``[train.NAME]`` tables are trainings whose files configs name ``@NAME``.
 """
 
 from __future__ import annotations
@@ -14,49 +15,73 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import RunConfig, did_you_mean, table_keys
+from ..config import did_you_mean, table_keys
 from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
+from .kinds import get_kind, references
 from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 
-__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "config_argv",
-           "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
+__all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "TrainingSpec",
+           "config_argv", "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
 
 CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
-TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title")
+TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title", "decimals", "traces", "configs")
+# keys of every config table, whatever its kind: the kind, its own seeds and traces, its labels
+COMMON_KEYS = ("kind", "seeds", "traces", "axes")
 STATISTICS = ("mean", "median", "min", "max")
 PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
 
 
 def config_keys() -> list[str]:
-    """Every run-setting key a ``[configs.NAME]`` table accepts (besides ``axes``, ``extends``,
-    ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs."""
+    """Every run-setting key a ``simulate`` ``[configs.NAME]`` table accepts (besides ``axes``,
+    ``extends``, ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs."""
     return table_keys() + ["seeds"]
 
 
 def config_argv(table: dict, where: str) -> tuple[str, ...]:
-    """The ``simulate`` flags equivalent to a config table, as written (not resolved); its
-    ``seeds`` pick runs and are no flag."""
-    from ..config import ConfigError
-
-    settings = {k: v for k, v in table.items() if k not in ("axes", "seeds")}
-    try:
-        return RunConfig.from_table(settings, where).argv(list(settings))
-    except ConfigError as exc:
-        raise CampaignError(str(exc)) from None
+    """The flags of its kind's command equivalent to a config table, as written (not resolved);
+    its ``seeds``, ``traces`` and ``kind`` pick runs and are no flag."""
+    settings = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+    return get_kind(table.get("kind", "simulate"), where).argv(settings, where)
 
 
 @dataclass(frozen=True)
 class ConfigSpec:
     name: str
     values: dict             # the table as expanded
-    argv: tuple[str, ...]    # the same as ``simulate`` flags (reports; identity in run-time estimates)
-    config: RunConfig        # resolved (validated, the scheduler's defaults filled in), seed 0
+    argv: tuple[str, ...]    # the same as its kind's command's flags (reports; identity in run-time estimates)
+    config: object           # its kind's settings, resolved, seed 0 (simulate: a RunConfig, the defaults filled in)
     axes: dict = field(default_factory=dict)  # {axis: label}: its place in the report's tables
     seeds: tuple[int, ...] | None = None  # the config's own seeds (None: the campaign's)
+    kind: str = "simulate"
+    traces: tuple[str, ...] | None = None  # the traces it runs on (None: every trace)
+    needs: tuple[str, ...] = ()  # the trainings whose files it names (@NAME)
 
     @property
     def command(self) -> str:
         """The equivalent flags, shell-quoted, for reports."""
+        import shlex
+
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+    def runs_on(self, trace: str) -> bool:
+        return self.traces is None or trace in self.traces
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """A ``[train.NAME]`` table: a task per seed, of a kind that writes a file (``kinds``), reading
+    ``traces`` (their specs, whatever the campaign runs)."""
+
+    name: str
+    kind: str
+    values: dict
+    argv: tuple[str, ...]
+    settings: object
+    traces: dict  # name -> TraceSpec
+    seeds: tuple[int, ...]
+
+    @property
+    def command(self) -> str:
         import shlex
 
         return " ".join(shlex.quote(a) for a in self.argv)
@@ -82,6 +107,9 @@ class TableSpec:
     rows: str | None = None
     columns: str | None = None
     title: str = ""
+    decimals: int | None = None  # the cells' decimals (default: the report's number format)
+    traces: tuple | None = None  # only these traces (default: all)
+    configs: tuple | None = None  # only these configs (default: all)
 
 
 @dataclass
@@ -98,21 +126,31 @@ class Campaign:
     document: dict = field(default_factory=dict)  # the campaign expanded, written next to the results
     task_timeout: float | None = None  # seconds a task may run before it is stopped as ``timeout``
     tables: list[TableSpec] = field(default_factory=list)
+    trainings: dict[str, TrainingSpec] = field(default_factory=dict)
 
     def require_inputs(self) -> None:
         """Raise :class:`CampaignError` naming the trace files that cannot be found (of this
-        campaign's traces only: a subset needs only its own)."""
-        missing = [t.missing for t in self.traces.values() if t.missing]
+        campaign's traces and trainings only: a subset needs only its own)."""
+        specs = {id(t): t for t in self.traces.values()}
+        specs.update((id(t), t) for training in self.trainings.values() for t in training.traces.values())
+        missing = list(dict.fromkeys(t.missing for t in specs.values() if t.missing))
         if missing:
             raise CampaignError("; ".join(missing))
 
     def seeds_of(self, config: str) -> list[int]:
-        """The seeds a config runs: its own ``seeds``, else the campaign's."""
+        """The seeds a config runs: its own ``seeds``, else those of the training it names, else
+        the campaign's."""
         spec = self.configs.get(config)
-        return list(spec.seeds) if spec is not None and spec.seeds else list(self.seeds)
+        if spec is not None and spec.seeds:
+            return list(spec.seeds)
+        if spec is not None and spec.needs and spec.needs[0] in self.trainings:
+            return list(self.trainings[spec.needs[0]].seeds)
+        return list(self.seeds)
 
     def subset(self, traces=None, configs=None) -> "Campaign":
-        """The same campaign on some traces / configs only (the baseline config is kept)."""
+        """The same campaign on some traces / configs only (the baseline config is kept, and the
+        trainings the kept configs need); ``configs`` may also name trainings (named alone: only
+        those run)."""
         def pick(table: dict, names, kind: str) -> dict:
             if not names:
                 return table
@@ -123,10 +161,17 @@ class Campaign:
 
         import dataclasses
 
-        kept_configs = pick(self.configs, configs and [*configs, self.baseline], "config")
+        named_trainings = [n for n in configs or () if n in self.trainings and n not in self.configs]
+        config_names = configs and [n for n in configs if n not in named_trainings]
+        kept_configs = pick(self.configs, config_names and [*config_names, self.baseline], "config")
+        if configs and not config_names:  # trainings only
+            kept_configs = {}
         kept_traces = pick(self.traces, traces, "trace")
+        needed = {n for c in kept_configs.values() if any(c.runs_on(t) for t in kept_traces) for n in c.needs}
+        kept_trainings = {n: t for n, t in self.trainings.items() if n in needed or n in named_trainings}
         paper = [p for p in self.paper if p.trace in kept_traces and p.config in kept_configs]
-        return dataclasses.replace(self, traces=kept_traces, configs=kept_configs, paper=paper)
+        return dataclasses.replace(self, traces=kept_traces, configs=kept_configs, paper=paper,
+                                   trainings=kept_trainings)
 
 
 DEFAULT_METRICS = ["avebsld10", "avebsld60", "cum_bsld60", "mean_wait", "geomean_wait", "max_wait",
@@ -196,7 +241,8 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     from .results import metric_names
 
     problems = _Problems()
-    problems.check(check_keys, data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
+    problems.check(check_keys, data, ("extends", "campaign", "traces", "configs", "train", "paper", "tables"),
+                   "top level")
     head = problems.check(as_table, data.get("campaign", {}), "[campaign]", default={})
     problems.check(check_keys, head, CAMPAIGN_KEYS, "[campaign]")
     traces_t = problems.check(as_table, data.get("traces", {}), "[traces]", default={})
@@ -207,8 +253,13 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
         problems.found.append("no configuration: add a [configs.NAME] table")
     traces = {n: spec for n, t in traces_t.items()
               if (spec := problems.check(lambda n=n, t=t: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir)))}
+    train_t = problems.check(as_table, data.get("train", {}), "[train]", default={})
+    trainings = {n: spec for n, t in train_t.items()
+                 if (spec := problems.check(lambda n=n, t=t: _training(n, as_table(t, f"[train.{n}]"), traces,
+                                                                       head.get("seeds", [0]))))}
     configs = {n: spec for n, t in configs_t.items()
-               if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"))))}
+               if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"), traces_t,
+                                                                  train_t, trainings)))}
     baseline = head.get("baseline", next(iter(configs_t), None))
     if baseline is not None and baseline not in configs_t:
         problems.found.append(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs_t)}")
@@ -232,7 +283,7 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
                     description=str(head.get("description", "")), document=data,
-                    task_timeout=None if timeout is None else float(timeout), tables=tables)
+                    task_timeout=None if timeout is None else float(timeout), tables=tables, trainings=trainings)
 
 
 def table_specs(entries, configs: dict) -> list[TableSpec]:
@@ -252,6 +303,10 @@ def table_specs(entries, configs: dict) -> list[TableSpec]:
         check_keys(entry, TABLE_KEYS, at)
         if entry.get("metric") not in metric_names():
             raise CampaignError(f"{at}: metric must be one of {', '.join(metric_names())}, not {entry.get('metric')!r}")
+        decimals = entry.get("decimals")
+        if decimals is not None and (isinstance(decimals, bool) or not isinstance(decimals, int)
+                                     or not 0 <= decimals <= 6):
+            raise CampaignError(f"{at}: decimals must be an integer from 0 to 6, not {decimals!r}")
         if entry.get("statistic", "mean") not in STATISTICS:
             raise CampaignError(f"{at}: statistic must be one of {', '.join(STATISTICS)}, "
                                 f"not {entry['statistic']!r}")
@@ -261,7 +316,15 @@ def table_specs(entries, configs: dict) -> list[TableSpec]:
             if key in entry and entry[key] not in axes:
                 raise CampaignError(f"{at}: {key} {entry[key]!r} is not an axis of a config; axes: "
                                     f"{', '.join(sorted(axes)) or 'none (a matrix makes them, or a config axes table)'}")
-        out.append(TableSpec(**{k: str(v) for k, v in entry.items()}))
+        for key in ("traces", "configs"):
+            names = entry.get(key)
+            if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+                raise CampaignError(f"{at}: {key} must be a list of names")
+            unknown = [n for n in names or () if key == "configs" and n not in configs]
+            if unknown:
+                raise CampaignError(f"{at}: configs: unknown config {unknown[0]!r}")
+        out.append(TableSpec(**{k: v if k == "decimals" else tuple(v) if k in ("traces", "configs") else str(v)
+                                for k, v in entry.items()}))
     return out
 
 
@@ -275,29 +338,65 @@ def _seeds(seeds, where: str) -> tuple[int, ...] | None:
     return tuple(seeds)
 
 
-def _config(name: str, table: dict) -> ConfigSpec:
-    """A ``[configs.NAME]`` table as a resolved :class:`RunConfig`, built once so that an unknown
-    plugin or option fails now, not in every task."""
-    import warnings
+def _trace_names(value, where: str, known: dict) -> tuple[str, ...]:
+    """A ``traces`` key: a trace name or a list of them, each a ``[traces.NAME]`` table."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise CampaignError(f"{where} traces must be a trace name or a list of them, not {value!r}")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise CampaignError(f"{where} traces: unknown trace {unknown[0]!r}{did_you_mean(unknown[0], known)}; "
+                            f"traces: {', '.join(known)}")
+    return tuple(dict.fromkeys(names))
 
-    from ..compose import build_scheduler, resolve
 
+def _training(name: str, table: dict, traces: dict, campaign_seeds) -> TrainingSpec:
+    """A ``[train.NAME]`` table: its kind (one that writes a file), the traces it reads, its seeds."""
+    where = f"[train.{name}]"
+    if "kind" not in table:
+        raise CampaignError(f"{where}: kind is required (a task kind that writes a file, e.g. \"train-policy\")")
+    kind = get_kind(table["kind"], where)
+    if kind.output is None:
+        raise CampaignError(f"{where}: kind {kind.name!r} writes no file: it is a config's kind ([configs.NAME])")
+    if "traces" not in table:
+        raise CampaignError(f"{where}: traces is required (the [traces.NAME] it learns from)")
+    names = _trace_names(table["traces"], where, traces)
+    seeds = _seeds(table.get("seeds", campaign_seeds), f"{where} seeds")
+    settings_table = {k: v for k, v in table.items() if k not in ("kind", "traces", "seeds")}
+    if references(settings_table):
+        raise CampaignError(f"{where}: a training cannot name another one's file (@NAME)")
+    settings = kind.settings(settings_table, where)
+    return TrainingSpec(name, kind.name, dict(table), kind.argv(settings_table, where), settings,
+                        {n: traces[n] for n in names}, seeds)
+
+
+def _config(name: str, table: dict, traces: dict, train_tables: dict, trainings: dict) -> ConfigSpec:
+    """A ``[configs.NAME]`` table as its kind's resolved settings, built once so that an unknown
+    plugin or option fails now, not in every task. ``@NAME`` values name a training's file."""
     where = f"[configs.{name}]"
+    kind = get_kind(table.get("kind", "simulate"), where)
+    if kind.output is not None:
+        raise CampaignError(f"{where}: kind {kind.name!r} writes a file: it is a training's kind ([train.NAME])")
     axes = table.get("axes", {})
     if not isinstance(axes, dict) or not all(isinstance(v, str) for v in axes.values()):
         raise CampaignError(f"{where}: axes must be a table of labels, e.g. axes = {{ policy = \"fcfs\" }}")
     seeds = _seeds(table.get("seeds"), f"{where} seeds")
-    table = {k: v for k, v in table.items() if k != "seeds"}
-    argv = config_argv(table, where)
-    settings = {k: v for k, v in table.items() if k != "axes"}
-    try:
-        config = resolve(RunConfig.from_table(settings, where))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            build_scheduler(config)
-    except CampaignError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
-        text = " ".join(str(exc).split())
-        raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
-    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds)
+    runs_on = _trace_names(table["traces"], where, traces) if "traces" in table else None
+    table = {k: v for k, v in table.items() if k not in ("seeds", "traces")}
+    settings = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+    named = references(settings)
+    unknown = sorted(n for n in named if n not in train_tables)
+    if unknown:
+        raise CampaignError(f"{where}: @{unknown[0]} names no training{did_you_mean(unknown[0], train_tables)}; "
+                            f"trainings ([train.NAME]): {', '.join(train_tables) or 'none'}")
+    if len(named) > 1:
+        raise CampaignError(f"{where}: names the files of several trainings ({', '.join(sorted(named))}): one at most")
+    for training in named & set(trainings):
+        missing = [s for s in (seeds or ()) if s not in trainings[training].seeds]
+        if missing:
+            raise CampaignError(f"{where} seeds: [train.{training}] has no seed {missing[0]} (its seeds: "
+                                f"{', '.join(map(str, trainings[training].seeds))})")
+    argv = kind.argv(settings, where)
+    deferred = frozenset(k for k, v in settings.items() if references(v))
+    config = kind.settings(settings, where, deferred)
+    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds, kind.name, runs_on, tuple(sorted(named)))

@@ -1,6 +1,7 @@
-"""One campaign task = one ``batsched-ml simulate`` run, executed on a Dask worker.
+"""One campaign task, executed on a Dask worker: of the built-in kind ``simulate`` (:class:`SimulateKind`),
+one ``batsched-ml simulate`` run; of another kind (``kinds``), what that kind's ``run`` does.
 
-The task carries its :class:`~batsched_ml.config.RunConfig` (the one ``simulate`` builds from
+A simulate task carries its :class:`~batsched_ml.config.RunConfig` (the one ``simulate`` builds from
 its flags), builds its scheduler with the same ``compose.build_scheduler`` and scores the run
 with the same ``compute_metrics`` call, so its numbers are those of ``simulate`` for the same
 inputs, bit for bit. It writes nothing outside a temporary directory (in the worker's scratch
@@ -16,12 +17,12 @@ import hashlib
 import json
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..config import RunConfig
+from .kinds import TaskKind, Unit
 
-__all__ = ["Task", "TaskTimeout", "run_task", "task_key"]
+__all__ = ["SimulateKind", "Task", "TaskTimeout", "run_task", "task_key"]
 
 # longer lists/dicts of a scheduler report (per-job data) stay out of its file; weekly lists fit (1000 weeks: 19
 # years of a trace)
@@ -37,19 +38,25 @@ class Task:
     trace: str
     window: int
     window_start: float
-    config: str            # the config's name in the campaign file
+    config: str            # the config's (or the training's) name in the campaign file
     seed: int
-    argv: tuple[str, ...]  # its simulate flags (reports, run-time estimates)
-    workload: str
-    platform: str
+    argv: tuple[str, ...]  # its command's flags (reports, run-time estimates)
     key: str
     nb_jobs: int = 0
     timeout: float | None = None  # seconds; not in the key: a limit does not change a finished run
-    run_config: RunConfig | None = None  # what is simulated (resolved, with this task's seed)
+    settings: object = None  # what runs, with this task's seed and files (simulate: the resolved RunConfig)
+    kind: str = "simulate"
+    inputs: dict = field(default_factory=dict)  # the unit's (simulate: workload and platform files)
+    needs: tuple[str, ...] = ()  # the keys of the trainings whose files it reads
+    workdir: str | None = None  # a directory kept between runs (a training's checkpoint)
 
     @property
     def label(self) -> str:
         return f"{self.trace}/w{self.window}/{self.config}/s{self.seed}"
+
+    @property
+    def training(self) -> bool:
+        return self.window < 0
 
     @property
     def run_name(self) -> str:
@@ -88,9 +95,16 @@ def code_version() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def task_key(input_digest: str, config: RunConfig, version: str) -> str:
-    """Cache key: the simulated files, the resolved configuration (seed included) and the code version."""
-    text = json.dumps({"inputs": input_digest, "config": config.to_dict(), "version": version}, sort_keys=True)
+def task_key(input_digest: str, settings, version: str, kind: str = "simulate", needs: dict | None = None) -> str:
+    """Cache key: the files read, the resolved settings (seed included), the code version, and for
+    another kind than ``simulate`` the kind and the keys of the trainings whose files it reads
+    (``needs``: ``{NAME: key}``; the settings name them ``@NAME``)."""
+    parts = {"inputs": input_digest, "config": settings.to_dict(), "version": version}
+    if kind != "simulate":
+        parts["kind"] = kind
+    if needs:
+        parts["needs"] = needs
+    text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -124,8 +138,83 @@ class _Deadline:
 
 
 def run_task(task: Task) -> dict:
-    """Simulate ``task``; returns ``{"row": {...}, "files": {suffix: bytes}}``, or
+    """Run ``task`` by its kind; returns ``{"row": {...}, "files": {suffix: bytes}}``, or
     ``{"timeout": seconds, "finished": jobs, "total": jobs}`` when it ran past ``task.timeout``."""
+    if task.kind == "simulate":
+        return simulate_task(task)
+    from .kinds import get_kind
+
+    return get_kind(task.kind).run(task)
+
+
+class SimulateKind(TaskKind):
+    """The built-in kind: a ``[configs.NAME]`` table is a :class:`~batsched_ml.config.RunConfig`
+    (the ``simulate`` flags by name), simulated on each window of the converted trace."""
+
+    name = "simulate"
+    command = "batsched-ml simulate"
+
+    def keys(self) -> list[str]:
+        from ..config import table_keys
+
+        return table_keys()
+
+    def argv(self, table: dict, where: str) -> tuple[str, ...]:
+        from ..config import ConfigError, RunConfig
+        from .expand import CampaignError
+
+        try:
+            return RunConfig.from_table(table, where).argv(list(table))
+        except ConfigError as exc:
+            raise CampaignError(str(exc)) from None
+
+    def settings(self, table: dict, where: str, deferred: frozenset = frozenset()):
+        """Resolved and built once, so that an unknown plugin or option fails now, not in every
+        task; a value naming a training's file is not built (the file is not there yet)."""
+        import warnings
+
+        from ..compose import build_scheduler, resolve
+        from ..config import RunConfig
+        from .expand import CampaignError
+
+        try:
+            config = resolve(RunConfig.from_table(table, where))
+            if not deferred:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    build_scheduler(config)
+        except CampaignError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
+            text = " ".join(str(exc).split())
+            raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
+        return config
+
+    def file_digests(self, settings) -> dict:
+        """The policy file of ``rl:FILE`` or ``learned:FILE#k`` (not a training's ``@NAME``)."""
+        from .inputs import file_digest
+        from .kinds import REFERENCE
+
+        policy = settings.policy or ""
+        for prefix in ("rl:", "learned:"):
+            if policy.startswith(prefix) and not REFERENCE.search(policy):
+                path = Path(policy[len(prefix):].split("#", 1)[0])
+                if path.is_file():
+                    return {str(path): file_digest(path)}
+        return {}
+
+    def units(self, trace, settings, inputs_dir: Path) -> list[Unit]:
+        from .inputs import prepare_trace
+
+        return [Unit(i.window, i.window_start, i.digest, i.nb_jobs, {"workload": i.workload, "platform": i.platform})
+                for i in prepare_trace(trace, inputs_dir)]
+
+    def run(self, task: Task) -> dict:
+        return simulate_task(task)
+
+
+def simulate_task(task: Task) -> dict:
+    """Simulate ``task`` (see :func:`run_task`)."""
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
@@ -135,13 +224,13 @@ def run_task(task: Task) -> dict:
 
     from ..executor import task_directory
 
-    scheduler = build_scheduler(task.run_config)
+    scheduler = build_scheduler(task.settings)
     with task_directory("batsched-task-") as tmp:
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                result, _ = simulate(task.platform, task.workload, scheduler, prefix=Path(tmp) / "run",
+                result, _ = simulate(task.inputs["platform"], task.inputs["workload"], scheduler, prefix=Path(tmp) / "run",
                                      progress=_Deadline(task.timeout) if task.timeout else None)
         except TaskTimeout as stop:
             return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
