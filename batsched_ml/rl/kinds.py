@@ -105,6 +105,8 @@ class EvaluatePolicyKind(TaskKind):
 
     def argv(self, table: dict, where: str) -> tuple[str, ...]:
         renamed = {("orders" if k == "order" else k): v for k, v in table.items() if k != "sample"}
+        if table.get("sample") and "orders" in renamed:  # each seed a draw (EvaluationSettings.spec)
+            renamed["orders"] = f"{renamed['orders']}#sample=SEED"
         return _flags(renamed, ("protocol", "orders", "backfill", "sequences", "sequence_length", "sequence_seed",
                                 "cores"))
 
