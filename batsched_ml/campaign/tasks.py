@@ -149,7 +149,7 @@ def run_task(task: Task) -> dict:
         records = merge_attempts(read_jobs_csv(result.jobs_csv))
         metrics = compute_metrics(records, nb_cores=result.schedule.get("nb_computing_machines"))
         files = {name: gzip.compress(Path(path).read_bytes(), compresslevel=GZIP_LEVEL, mtime=0)
-                 for name, path in (("_jobs.csv.gz", result.jobs_csv), ("_schedule.csv.gz", result.schedule_csv))}
+                 for name, path in (("_jobs.csv.gz", result.jobs_csv), ("_schedule.csv.gz", result.schedule_file))}
     from .results import FLAT_FROM_METRICS
 
     row = {"trace": task.trace, "window": task.window, "config": task.config, "seed": task.seed,

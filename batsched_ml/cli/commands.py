@@ -95,7 +95,7 @@ def cmd_simulate(args) -> int:
         progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
-    files = {"jobs": result.jobs_csv, "schedule": result.schedule_csv, **details}
+    files = {"jobs": result.jobs_csv, "schedule": result.schedule_file, **details}
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
                                                    "jobs_csv": result.jobs_csv,

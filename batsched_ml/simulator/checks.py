@@ -46,8 +46,9 @@ def check_execution(job, mask: int, nb_hosts: int, busy: int) -> None:
         raise SimulationError(f"EXECUTE_JOB {job.id}: cores {format_mask(mask & busy)} are busy")
     profile = job.profile
     if profile.get("type") != "delay":
+        hint = " (a Batsim 5 profile: simulate with --batsim 5)" if profile.get("type") == "DelayProfile" else ""
         raise SimulationError(f"job {job.id}: profile type {profile.get('type')!r} is not supported by the "
-                              "embedded simulator (only 'delay'); run real Batsim for it")
+                              f"embedded simulator (only 'delay'){hint}; run real Batsim for it")
 
 
 def check_call_later(at: int, t: int, requested: float) -> None:
@@ -59,6 +60,12 @@ def check_call_later(at: int, t: int, requested: float) -> None:
 def check_killable(job, job_id: str) -> None:
     if job.state in ("NOT_SUBMITTED", "SUBMITTED", "REJECTED"):
         raise SimulationError(f"KILL_JOB {job_id}: the job is {job.state}, not started")
+
+
+def require_line(line, major: int, what: str) -> None:
+    """A decision only one Batsim line has (rc2 has no job metadata, no continue_registration)."""
+    if line.major != major:
+        raise SimulationError(f"{what} has no Batsim {line.name} form: it needs Batsim {major} (--batsim {major})")
 
 
 def require_dynamic(dynamic_jobs: bool, what: str) -> None:

@@ -1,0 +1,310 @@
+"""SimGrid 4.0's kernel, as Batsim 5.0.0-rc2 runs its actors on it.
+
+Batsim 5's instants are SimGrid 4.0's: its clock is a double, advanced step by step, and which of
+two simultaneous messages the server sees first depends on how SimGrid orders its actors. So the
+Batsim 5 line runs rc2's actors (``actors5``) on this small re-creation of the parts of SimGrid
+they use, checked frame by frame against the recorded rc2 exchanges (``golden-v5/transcripts``:
+every ``now`` to the 12 decimals Batsim prints):
+
+* **actors** are generators that yield *simcalls* (sleep, send, receive, wait, create an actor,
+  kill one). Like SimGrid's maestro, the kernel runs every ready actor in a *sub-round* (in the
+  order they became ready), then handles the simcalls they issued in that same order, which
+  makes the actors they answer ready for the next sub-round; a message sent in a sub-round is in
+  the mailbox only once that sub-round's simcalls are handled;
+* **actions** (a sleep, a message in flight) follow the ``ptask_L07`` host model rc2 selects, with
+  SimGrid's FULL update: each step advances the clock (``now += delta``, in doubles) by the
+  shortest time any action still needs, subtracts it from every action, and ends the actions
+  left within ``PRECISION`` (1 ns) of their end, in the order they were created. A message takes
+  its route's latency, then its one byte at the route's bandwidth;
+* **mailboxes** match a send with a receive (first come, first served); the transfer starts when
+  both sides are there.
+
+Only what Batsim's actors need is here: no CPU sharing, one message per link at a time (rc2's
+server receives one message at a time).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+__all__ = ["Comm", "Kernel", "PRECISION", "Route", "kill", "receive", "send", "sleep", "spawn"]
+
+PRECISION = 1e-9  # SimGrid's precision/timing (s): a remaining time below it is over
+WORK_PRECISION = 1e-5 * PRECISION  # precision/work-amount x precision/timing, for a message's byte
+NO_MAX_DURATION = -1.0
+
+
+class Route:
+    """A message's route: its latency (the sum of its links', in route order, as SimGrid adds them)
+    and the time its one byte takes at the route's bandwidth (0: instant)."""
+
+    __slots__ = ("latency", "rate")
+
+    def __init__(self, latency: float, transfer: float):
+        self.latency = latency
+        self.rate = float("inf") if transfer <= 0 else _bandwidth(transfer)
+
+
+def _bandwidth(transfer: float) -> float:
+    """The bandwidth (bytes/s) whose one byte takes ``transfer`` s: platforms give whole bytes/s."""
+    rate = 1.0 / transfer
+    return float(round(rate)) if abs(rate - round(rate)) <= 1e-6 * rate else rate
+
+
+class _Action:
+    """An L07 action: a sleep (``max_duration``) or a message (``latency``, then its byte at
+    ``bandwidth``). ``rate`` is the share the last solve gave it (0 while it sleeps or pays its
+    latency); ``on_done`` wakes whoever waits for it."""
+
+    __slots__ = ("max_duration", "latency", "remains", "bandwidth", "sending", "rate", "on_done")
+
+    def __init__(self, max_duration, latency, bandwidth, on_done):
+        self.max_duration = max_duration
+        self.latency = latency
+        self.remains = 1.0
+        self.bandwidth = bandwidth
+        self.sending = bandwidth > 0 and latency <= 0  # SimGrid's penalty > 0: the byte is moving
+        self.rate = bandwidth if self.sending else 0.0
+        self.on_done = on_done
+
+
+class Comm:
+    """One message: sent into a mailbox, matched with a receive, then in flight."""
+
+    __slots__ = ("payload", "route", "sender", "receiver", "waiters", "done")
+
+    def __init__(self, payload, route):
+        self.payload, self.route = payload, route
+        self.sender = self.receiver = None
+        self.waiters: list = []
+        self.done = False
+
+
+class _Actor:
+    __slots__ = ("code", "simcall", "answer", "name", "alive", "sleeping")
+
+    def __init__(self, code, name):
+        self.code, self.name = code, name
+        self.simcall = None
+        self.answer = None
+        self.alive = True
+        self.sleeping = None  # its sleep action, while it sleeps (a kill cancels it)
+
+
+# --------------------------------------------------------------------------- simcalls
+# An actor yields one of these tuples; ``yield from send(...)`` etc. read like Batsim's C++.
+
+_SLEEP, _ISEND, _IRECV, _WAIT, _SPAWN, _KILL = range(6)
+
+
+def sleep(duration: float):
+    """``this_actor::sleep_for``: nothing when ``duration <= 0``."""
+    if duration > 0:
+        yield (_SLEEP, duration)
+
+
+def send(mailbox: str, payload, route: Route):
+    """``Mailbox::put``: an asynchronous send, then a wait until the message arrived."""
+    comm = yield (_ISEND, mailbox, payload, route)
+    yield (_WAIT, comm)
+
+
+def receive(mailbox: str):
+    """``Mailbox::get``: an asynchronous receive, then a wait; returns the payload."""
+    comm = yield (_IRECV, mailbox)
+    yield (_WAIT, comm)
+    return comm.payload
+
+
+def spawn(code, name: str = ""):
+    """``Engine::add_actor``: the new actor runs in the next sub-round; returns its handle."""
+    return (yield (_SPAWN, code, name))
+
+
+def kill(actor):
+    """``Actor::kill``: its sleep is cancelled, it never runs again."""
+    yield (_KILL, actor)
+
+
+class Kernel:
+    """The maestro: actors, mailboxes, actions and the clock (``now``, seconds, a double)."""
+
+    def __init__(self):
+        self.now = 0.0
+        self._to_run: list = []
+        self._actions: dict = {}  # the started actions, in creation order (id -> action)
+        self._next_id = 0
+        self._mailboxes: dict = {}
+        self.on_step = None  # optional, called with the clock after each step (progress reports)
+
+    # ------------------------------------------------------------------ actors
+    def start(self, code, name: str = "") -> _Actor:
+        """Create an actor (from outside the actors: Batsim's main creates the first ones)."""
+        actor = _Actor(code, name)
+        self._to_run.append(actor)
+        return actor
+
+    def mailbox_empty(self, name: str) -> bool:
+        """``Mailbox::empty``: no message waits there (read directly, as Batsim's server does)."""
+        return not self._mailboxes.get(name)
+
+    def run(self) -> None:
+        """Run until no actor can run and no action is left (SimGrid's ``EngineImpl::run``)."""
+        while True:
+            while self._to_run:
+                ran, self._to_run = self._to_run, []
+                for actor in ran:
+                    self._resume(actor)
+                for actor in ran:
+                    if actor.simcall is not None:
+                        self._handle(actor)
+            if not self._step():
+                return
+
+    def _resume(self, actor: _Actor) -> None:
+        if not actor.alive:
+            return
+        try:
+            actor.simcall = actor.code.send(actor.answer)
+        except StopIteration:
+            actor.simcall = None
+            actor.alive = False
+        actor.answer = None
+
+    def _ready(self, actor: _Actor, answer=None) -> None:
+        if actor.alive:
+            actor.answer = answer
+            self._to_run.append(actor)
+
+    def _handle(self, actor: _Actor) -> None:
+        """Handle one simcall, after the sub-round (SimGrid's ``simcall_handle``)."""
+        call, actor.simcall = actor.simcall, None
+        kind = call[0]
+        if kind == _SLEEP:
+            actor.sleeping = self._act(call[1], 0.0, 0.0, lambda: self._woken(actor))
+        elif kind == _ISEND:
+            self._ready(actor, self._match(call[1], Comm(call[2], call[3]), actor, sending=True))
+        elif kind == _IRECV:
+            self._ready(actor, self._match(call[1], None, actor, sending=False))
+        elif kind == _WAIT:
+            comm = call[1]
+            if comm.done:
+                self._ready(actor)
+            else:
+                comm.waiters.append(actor)
+        elif kind == _SPAWN:
+            child = self.start(call[1], call[2])
+            self._ready(actor, child)
+        elif kind == _KILL:
+            self._kill(call[1])
+            self._ready(actor)
+
+    def _woken(self, actor: _Actor) -> None:
+        actor.sleeping = None
+        self._ready(actor)
+
+    def _kill(self, victim: _Actor) -> None:
+        if not victim.alive:
+            return
+        victim.alive = False
+        if victim.sleeping is not None:
+            self._actions.pop(id(victim.sleeping), None)
+            victim.sleeping = None
+        victim.code.close()
+
+    # ---------------------------------------------------------------- mailboxes
+    def _match(self, name: str, comm, actor, *, sending: bool) -> Comm:
+        """``CommImpl::isend`` / ``irecv``: take the first pending comm of the other side, or queue."""
+        queue = self._mailboxes.setdefault(name, deque())
+        if queue and queue[0][0] != sending:
+            _, other = queue.popleft()
+            if sending:
+                other.payload, other.route = comm.payload, comm.route
+                comm = other
+                comm.sender = actor
+            else:
+                comm = other
+                comm.receiver = actor
+            self._transfer(comm)
+            return comm
+        if comm is None:
+            comm = Comm(None, None)
+        if sending:
+            comm.sender = actor
+        else:
+            comm.receiver = actor
+        queue.append((sending, comm))
+        return comm
+
+    def _transfer(self, comm: Comm) -> None:
+        """Both sides are there: the message starts (its route's latency, then its byte)."""
+        route = comm.route
+        self._act(NO_MAX_DURATION, route.latency, route.rate, lambda: self._arrived(comm))
+
+    def _arrived(self, comm: Comm) -> None:
+        comm.done = True
+        waiters, comm.waiters = comm.waiters, []
+        for actor in waiters:
+            self._ready(actor)
+
+    # ------------------------------------------------------------------ actions
+    def _act(self, max_duration, latency, bandwidth, on_done) -> _Action:
+        action = _Action(max_duration, latency, bandwidth, on_done)
+        self._actions[id(action)] = action
+        return action
+
+    def _step(self) -> bool:
+        """One SimGrid step (``EngineImpl::solve`` with the L07 model's FULL update): False when
+        nothing is left to happen."""
+        actions = self._actions
+        delta = -1.0
+        for a in actions.values():
+            rate = a.rate
+            if rate > 0:
+                value = a.remains / rate if a.remains > 0 else 0.0
+                if delta < 0 or value < delta:
+                    delta = value
+            md = a.max_duration
+            if md >= 0 and (delta < 0 or md < delta):
+                delta = md
+        for a in actions.values():
+            if a.latency > 0 and (delta < 0 or a.latency < delta):
+                delta = a.latency
+        if delta < 0:
+            return False
+        self.now += delta
+        done = []
+        for key, a in list(actions.items()):
+            paid = False
+            latency = a.latency
+            if latency > 0:
+                if latency > delta:
+                    latency -= delta
+                    if latency < PRECISION:
+                        latency = 0.0
+                else:
+                    latency = 0.0
+                a.latency = latency
+                paid = latency <= 0
+            rate = a.rate
+            if rate > 0:
+                remains = 0.0 if rate == _INSTANT else a.remains - rate * delta
+                a.remains = 0.0 if remains < WORK_PRECISION else remains
+            md = a.max_duration
+            if md != NO_MAX_DURATION:
+                md -= delta
+                a.max_duration = md = 0.0 if md < PRECISION else md
+            if (a.sending and a.remains <= 0) or (md != NO_MAX_DURATION and md <= 0):
+                del actions[key]
+                done.append(a)
+            elif paid:  # the byte moves from the next step on (its share comes with the next solve)
+                a.sending = True
+                a.rate = a.bandwidth
+        for a in done:
+            a.on_done()
+        if self.on_step is not None:
+            self.on_step(self.now)
+        return True
+
+
+_INSTANT = float("inf")  # the bandwidth of a route without latency (``NO_LATENCY``)

@@ -1,0 +1,102 @@
+"""Batsim 5 workloads beside 4.2.1's.
+
+Batsim 5.0.0-rc2 reads a 4.2.1 workload after one change, the profile type names (``delay``
+became ``DelayProfile``), and forwards to the scheduler only a job's ``id``, ``subtime``,
+``walltime``, ``res``, ``profile`` and ``extra_data``: the other members of a 4.2.1 job (the
+SWF ``user``...) reach the scheduler only from ``extra_data``. So:
+
+* :func:`to_v5` writes a 4.2.1 workload as a Batsim 5 one (``convert --batsim 5``): delay
+  profiles become ``DelayProfile``, a job's other members move into an ``extra_data`` object;
+* :func:`as_v5` is how ``simulate --batsim 5`` reads a workload: a Batsim 5 workload as it is, a
+  4.2.1 one (a ``delay`` profile gives it away) as :func:`to_v5` converts it, so a study moves to
+  Batsim 5 with its workloads unchanged and its schedulers still see ``user``;
+* :func:`typed_profiles` and :func:`typed_job` give the forms the decision core reads (4.2.1's,
+  what the v5 codec decodes from rc2's events), and refuse in one line the profile types the
+  embedded simulator cannot run.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .loader import WorkloadError
+
+__all__ = ["DELAY_PROFILE", "as_v5", "is_v4_workload", "to_v5", "typed_job", "typed_profiles"]
+
+DELAY_PROFILE = "DelayProfile"
+_JOB_MEMBERS = ("id", "subtime", "walltime", "res", "profile")  # what rc2 reads of a job, besides extra_data
+
+
+def is_v4_workload(workload: dict) -> bool:
+    """True when a profile has a 4.2.1 type name (``delay``): Batsim 5 would refuse the file."""
+    return any(isinstance(p, dict) and p.get("type") == "delay" for p in workload.get("profiles", {}).values())
+
+
+def to_v5(workload: dict, name: str = "<workload>") -> dict:
+    """A 4.2.1 workload (delay profiles) as Batsim 5 reads it; a Batsim 5 workload is returned as is."""
+    profiles = {}
+    for pname, profile in workload.get("profiles", {}).items():
+        kind = profile.get("type")
+        if kind not in ("delay", DELAY_PROFILE):
+            raise WorkloadError(f"{name}: profile {pname!r} has type {kind!r}: only delay profiles are written as "
+                                f"Batsim 5 profiles ({DELAY_PROFILE})")
+        profiles[pname] = {**profile, "type": DELAY_PROFILE}
+    jobs = [_v5_job(job, name) for job in workload.get("jobs", [])]
+    return {**workload, "profiles": profiles, "jobs": jobs}
+
+
+def _v5_job(job: dict, name: str) -> dict:
+    out = {key: job[key] for key in _JOB_MEMBERS if key in job}
+    others = {key: value for key, value in job.items() if key not in _JOB_MEMBERS and key != "extra_data"}
+    extra = job.get("extra_data")
+    if others:
+        if extra is not None and not isinstance(extra, dict):
+            raise WorkloadError(f"{name}: job {job.get('id')!r} has an 'extra_data' that is not an object and other "
+                                f"members ({', '.join(others)}): Batsim 5 forwards only 'extra_data'")
+        extra = {**others, **(extra or {})}
+    if extra is not None:
+        out["extra_data"] = extra
+    return out
+
+
+def as_v5(workload: dict, name: str = "<workload>") -> dict:
+    """The workload Batsim 5 would run for ``workload`` (see the module's docstring)."""
+    return to_v5(workload, name) if is_v4_workload(workload) else workload
+
+
+def typed_profiles(workload: dict, name: str = "<workload>") -> dict:
+    """A Batsim 5 workload's profiles in the form the decision core reads (``{"type": "delay"}``);
+    a profile type the embedded simulator cannot run, or a delay rc2 refuses, is one line."""
+    out = {}
+    for pname, profile in workload.get("profiles", {}).items():
+        kind = profile.get("type")
+        if kind != DELAY_PROFILE:
+            raise WorkloadError(f"{name}: profile {pname!r} has type {kind!r}: the embedded simulator runs "
+                                f"{DELAY_PROFILE} profiles only (run the real Batsim 5 for the others)")
+        delay = profile.get("delay")
+        if not (isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay > 0):
+            raise WorkloadError(f"{name}: profile {pname!r}: Batsim 5 needs a positive 'delay', got {delay!r}")
+        out[pname] = {**profile, "type": "delay"}
+    return out
+
+
+def typed_job(job_id: str, job: dict) -> dict:
+    """What the scheduler reads of a Batsim 5 workload job: its id, times, size and profile
+    (``walltime`` -1 when it has none), and the members of its ``extra_data`` object (a text
+    that is not one stays ``extra_data``)."""
+    walltime = job.get("walltime", -1)
+    data = {"id": job_id, "subtime": job["subtime"], "walltime": -1 if walltime is None else walltime,
+            "res": job["res"], "profile": job["profile"]}
+    extra = job.get("extra_data")
+    if isinstance(extra, str):
+        try:
+            parsed = json.loads(extra) if extra.lstrip().startswith("{") else None
+        except ValueError:
+            parsed = None
+        extra = parsed if isinstance(parsed, dict) else (extra or None)
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            data.setdefault(key, value)
+    elif extra is not None:
+        data["extra_data"] = extra if isinstance(extra, str) else json.dumps(extra, separators=(",", ":"))
+    return data
