@@ -88,7 +88,7 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
 
     line = line_of(batsim)
     if prefix is not None:
-        output_prefix(prefix)  # before reading the inputs: a bad prefix is told at once
+        output_prefix(prefix, separator=line.file_separator)  # before reading the inputs: told at once
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue

@@ -27,7 +27,8 @@ def cmd_convert(args) -> int:
     from ..workloads import convert_swf
 
     report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
-                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty)
+                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty,
+                         batsim=args.batsim)
     print(report)
     for warning in report.all_warnings():
         print(f"batsched-ml: warning: {warning}", file=sys.stderr)
@@ -51,9 +52,17 @@ def cmd_simulate(args) -> int:
                               write_job_details, write_run_description)
     from ..runner import simulate
 
+    from ..simulator.lines import line_of
+
     _warn_deprecated_dynamic_jobs(args)
+    line = line_of(getattr(args, "batsim", 4))
+    if getattr(args, "export", None) is None:
+        args.export = DEFAULT_EXPORT[line.major]
     if args.connect:
         _refuse_scheduler_flags(args)
+        if line.major == 5:
+            raise ValueError("simulate --connect drives a Batsim 4.2.1 scheduler; with --batsim 5 run the scheduler "
+                             "in-process (no --connect)")
     else:
         config = run_config(args)
         scheduler = build_scheduler(config)
@@ -67,14 +76,17 @@ def cmd_simulate(args) -> int:
             report = {}
         else:
 
+            separator = line.file_separator
+
             def describe_run():  # once the inputs are read and the CSVs open: never left alone
-                details["run"] = run_description_path(args.export)  # marked below, however we stop
-                write_run_description(config, args.export, args.platform, args.workload)
+                details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
+                write_run_description(config, args.export, args.platform, args.workload, line.name, separator)
 
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run,
+                                    batsim=line)
             report = scheduler.report()
-            details.update(write_job_details(scheduler, args.export))
+            details.update(write_job_details(scheduler, args.export, separator))
             rejected = core.rejected
             mark_run(details["run"], COMPLETE)
     except BaseException as exc:
@@ -110,8 +122,8 @@ def cmd_simulate(args) -> int:
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
-    for line in rejection_summary(rejected):
-        print(line, file=sys.stderr)
+    for text in rejection_summary(rejected, reasons_in_csv=line.major == 4):
+        print(text, file=sys.stderr)
     if result.nb_jobs == 0:
         print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
     if result.unfinished:
@@ -119,6 +131,9 @@ def cmd_simulate(args) -> int:
               file=sys.stderr)
         return 3
     return 0
+
+
+DEFAULT_EXPORT = {4: "out/out", 5: "out/"}  # -e's default: ours for 4.2.1 (out/out_jobs.csv), rc2's for 5
 
 
 def _refuse_scheduler_flags(args) -> None:

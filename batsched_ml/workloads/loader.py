@@ -76,7 +76,7 @@ def validate_workload(workload, name: str = "<workload>") -> None:
     for pname, prof in profiles.items():
         if not isinstance(prof, dict) or not isinstance(prof.get("type"), str):
             fail(f"profile {pname!r} must be an object with a string 'type'")
-        if prof["type"] == "delay" and not (_is_number(prof.get("delay")) and prof["delay"] >= 0):
+        if prof["type"] in ("delay", "DelayProfile") and not (_is_number(prof.get("delay")) and prof["delay"] >= 0):
             fail(f"delay profile {pname!r} needs a non-negative numeric 'delay', "
                  f"got {prof.get('delay')!r}")
 
