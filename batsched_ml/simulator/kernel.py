@@ -31,7 +31,6 @@ __all__ = ["Comm", "Kernel", "PRECISION", "Route", "kill", "receive", "send", "s
 
 PRECISION = 1e-9  # SimGrid's precision/timing (s): a remaining time below it is over
 WORK_PRECISION = 1e-5 * PRECISION  # precision/work-amount x precision/timing, for a message's byte
-NO_MAX_DURATION = -1.0
 
 
 class Route:
@@ -51,21 +50,75 @@ def _bandwidth(transfer: float) -> float:
     return float(round(rate)) if abs(rate - round(rate)) <= 1e-6 * rate else rate
 
 
-class _Action:
-    """An L07 action: a sleep (``max_duration``) or a message (``latency``, then its byte at
-    ``bandwidth``). ``rate`` is the share the last solve gave it (0 while it sleeps or pays its
-    latency); ``on_done`` wakes whoever waits for it."""
+class _Message:
+    """An L07 action moving one message: its route's ``latency``, then its byte at ``bandwidth``.
+    ``rate`` is the share the last solve gave it (0 while it pays its latency); ``on_done`` wakes
+    whoever waits for it."""
 
-    __slots__ = ("max_duration", "latency", "remains", "bandwidth", "sending", "rate", "on_done")
+    __slots__ = ("seq", "latency", "remains", "bandwidth", "sending", "rate", "on_done")
 
-    def __init__(self, max_duration, latency, bandwidth, on_done):
-        self.max_duration = max_duration
+    def __init__(self, seq, latency, bandwidth, on_done):
+        self.seq = seq
         self.latency = latency
         self.remains = 1.0
         self.bandwidth = bandwidth
-        self.sending = bandwidth > 0 and latency <= 0  # SimGrid's penalty > 0: the byte is moving
+        self.sending = latency <= 0  # SimGrid's penalty > 0: the byte is moving
         self.rate = bandwidth if self.sending else 0.0
         self.on_done = on_done
+
+
+class _Sleeps:
+    """The sleeping actions (their ``max_duration`` left), in numpy arrays: a step subtracts from
+    all of them at once (IEEE doubles, as SimGrid's loop). A free slot holds +inf."""
+
+    def __init__(self):
+        import numpy as np
+
+        self.np = np
+        self.left = np.full(16, np.inf)
+        self.seq = np.zeros(16, dtype=np.int64)
+        self.on_done: list = [None] * 16
+        self.free = list(range(15, -1, -1))
+        self.count = 0
+
+    def add(self, seq: int, duration: float, on_done) -> int:
+        if not self.free:
+            self._grow()
+        slot = self.free.pop()
+        self.left[slot], self.seq[slot], self.on_done[slot] = duration, seq, on_done
+        self.count += 1
+        return slot
+
+    def cancel(self, slot: int) -> None:
+        self.left[slot] = self.np.inf
+        self.on_done[slot] = None
+        self.free.append(slot)
+        self.count -= 1
+
+    def _grow(self) -> None:
+        np, size = self.np, len(self.left)
+        self.left = np.concatenate([self.left, np.full(size, np.inf)])
+        self.seq = np.concatenate([self.seq, np.zeros(size, dtype=np.int64)])
+        self.on_done.extend([None] * size)
+        self.free.extend(range(2 * size - 1, size - 1, -1))
+
+    def smallest(self) -> float:
+        return float(self.left.min())
+
+    def advance(self, delta: float, smallest: float) -> list:
+        """Subtract ``delta`` (``double_update``: below ``PRECISION`` is over); the ended ones as
+        (creation number, on_done), their slots freed. ``smallest``: the least time left before,
+        which tells whether any ends (a subtraction keeps the order)."""
+        np, left = self.np, self.left
+        left -= delta
+        if smallest - delta >= PRECISION:
+            return []
+        left[left < PRECISION] = 0.0
+        out = []
+        for slot in np.flatnonzero(left <= 0).tolist():
+            out.append((int(self.seq[slot]), self.on_done[slot]))
+            self.cancel(slot)
+        return out
 
 
 class Comm:
@@ -132,8 +185,9 @@ class Kernel:
     def __init__(self):
         self.now = 0.0
         self._to_run: list = []
-        self._actions: dict = {}  # the started actions, in creation order (id -> action)
-        self._next_id = 0
+        self._sleeps = _Sleeps()
+        self._messages: list = []  # the messages in flight, in creation order
+        self._seq = 0  # actions created so far: SimGrid ends the actions of a step in this order
         self._mailboxes: dict = {}
         self.on_step = None  # optional, called with the clock after each step (progress reports)
 
@@ -181,7 +235,8 @@ class Kernel:
         call, actor.simcall = actor.simcall, None
         kind = call[0]
         if kind == _SLEEP:
-            actor.sleeping = self._act(call[1], 0.0, 0.0, lambda: self._woken(actor))
+            self._seq += 1
+            actor.sleeping = self._sleeps.add(self._seq, call[1], lambda: self._woken(actor))
         elif kind == _ISEND:
             self._ready(actor, self._match(call[1], Comm(call[2], call[3]), actor, sending=True))
         elif kind == _IRECV:
@@ -208,7 +263,7 @@ class Kernel:
             return
         victim.alive = False
         if victim.sleeping is not None:
-            self._actions.pop(id(victim.sleeping), None)
+            self._sleeps.cancel(victim.sleeping)
             victim.sleeping = None
         victim.code.close()
 
@@ -239,7 +294,8 @@ class Kernel:
     def _transfer(self, comm: Comm) -> None:
         """Both sides are there: the message starts (its route's latency, then its byte)."""
         route = comm.route
-        self._act(NO_MAX_DURATION, route.latency, route.rate, lambda: self._arrived(comm))
+        self._seq += 1
+        self._messages.append(_Message(self._seq, route.latency, route.rate, lambda: self._arrived(comm)))
 
     def _arrived(self, comm: Comm) -> None:
         comm.done = True
@@ -248,60 +304,40 @@ class Kernel:
             self._ready(actor)
 
     # ------------------------------------------------------------------ actions
-    def _act(self, max_duration, latency, bandwidth, on_done) -> _Action:
-        action = _Action(max_duration, latency, bandwidth, on_done)
-        self._actions[id(action)] = action
-        return action
-
     def _step(self) -> bool:
-        """One SimGrid step (``EngineImpl::solve`` with the L07 model's FULL update): False when
-        nothing is left to happen."""
-        actions = self._actions
-        delta = -1.0
-        for a in actions.values():
-            rate = a.rate
-            if rate > 0:
-                value = a.remains / rate if a.remains > 0 else 0.0
-                if delta < 0 or value < delta:
-                    delta = value
-            md = a.max_duration
-            if md >= 0 and (delta < 0 or md < delta):
-                delta = md
-        for a in actions.values():
-            if a.latency > 0 and (delta < 0 or a.latency < delta):
-                delta = a.latency
+        """One SimGrid step (``EngineImpl::solve`` with the L07 model's FULL update): the clock
+        advances by the shortest time an action needs, every action is advanced by as much, and
+        the ones over end in the order they were created. False when nothing is left to happen."""
+        sleeps, messages = self._sleeps, self._messages
+        smallest = delta = sleeps.smallest() if sleeps.count else -1.0
+        for m in messages:
+            value = m.latency if m.latency > 0 else (m.remains / m.rate if m.remains > 0 else 0.0)
+            if delta < 0 or value < delta:
+                delta = value
         if delta < 0:
             return False
         self.now += delta
-        done = []
-        for key, a in list(actions.items()):
-            paid = False
-            latency = a.latency
-            if latency > 0:
-                if latency > delta:
-                    latency -= delta
-                    if latency < PRECISION:
-                        latency = 0.0
-                else:
-                    latency = 0.0
-                a.latency = latency
-                paid = latency <= 0
-            rate = a.rate
-            if rate > 0:
-                remains = 0.0 if rate == _INSTANT else a.remains - rate * delta
-                a.remains = 0.0 if remains < WORK_PRECISION else remains
-            md = a.max_duration
-            if md != NO_MAX_DURATION:
-                md -= delta
-                a.max_duration = md = 0.0 if md < PRECISION else md
-            if (a.sending and a.remains <= 0) or (md != NO_MAX_DURATION and md <= 0):
-                del actions[key]
-                done.append(a)
-            elif paid:  # the byte moves from the next step on (its share comes with the next solve)
-                a.sending = True
-                a.rate = a.bandwidth
-        for a in done:
-            a.on_done()
+        done = sleeps.advance(delta, smallest) if sleeps.count else []
+        if messages:
+            left = []
+            for m in messages:
+                if m.sending:
+                    remains = 0.0 if m.rate == _INSTANT else m.remains - m.rate * delta
+                    m.remains = remains = 0.0 if remains < WORK_PRECISION else remains
+                    if remains <= 0:
+                        done.append((m.seq, m.on_done))
+                        continue
+                else:  # paying its latency; its byte moves from the next step on
+                    latency = m.latency - delta if m.latency > delta else 0.0
+                    m.latency = latency = 0.0 if latency < PRECISION else latency
+                    if latency <= 0:
+                        m.sending, m.rate = True, m.bandwidth
+                left.append(m)
+            self._messages = left
+        if len(done) > 1:
+            done.sort(key=lambda item: item[0])
+        for _, on_done in done:
+            on_done()
         if self.on_step is not None:
             self.on_step(self.now)
         return True
