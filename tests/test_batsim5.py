@@ -195,6 +195,110 @@ def test_kth5k_fcfs_is_rc2s_byte_for_byte(shared, tmp_path):
     assert _no_version(result.schedule_file) == _no_version(golden / "outputs" / "kth5k-fcfs-lib" / "schedule.json")
 
 
+class Rc2Easy(Scheduler):
+    """rc2's own test EDC ``easy`` (``test/edc-lib/easy.cpp``) on the public API, to run rc2's
+    choices in our simulator: the queue head starts when it fits, else it gets a reservation at the
+    earliest maximum finish time (start + walltime) that frees enough hosts, and later jobs
+    backfill when they fit now and either fit beside the reservation or end before it (finish
+    times compared as C++ ``float``s; the hosts left beside the reservation an unsigned counter);
+    a job too large or without walltime is rejected; it schedules only after a submission or an
+    end. Running jobs of equal finish times are visited in reverse start order, the order rc2's
+    ``std::unordered_map`` gives them."""
+
+    def __init__(self):
+        self.queue, self.running, self.finish, self.due = [], {}, {}, False
+
+    def on_simulation_begins(self, nb_cores, ctx):
+        self.nb_hosts = nb_cores
+
+    def on_job_submitted(self, job, ctx):
+        if job.res > self.nb_hosts or job.walltime <= 0:
+            ctx.reject(job, "rc2 easy: too large or no walltime")
+        else:
+            self.queue.append(job)
+            self.due = True
+
+    def on_job_completed(self, job, ctx):
+        self.running.pop(job.id, None)
+        self.due = True
+
+    def _start(self, job, finish, ctx):
+        self.running[job.id], self.finish[job.id] = job, finish
+        ctx.execute(job, ctx.machine.lowest_free(job.res))
+        self.queue.remove(job)
+
+    def schedule(self, ctx):
+        import numpy as np
+
+        if not self.due:
+            return
+        self.due = False
+        free, reserved_at, beside = ctx.machine.nb_free, np.float32(-1), 0
+        waiting = list(self.queue)
+        for index, job in enumerate(waiting):
+            if job.res <= free:
+                self._start(job, ctx.now + job.walltime, ctx)
+                free -= job.res
+                continue
+            beside = free
+            for running in sorted(reversed(list(self.running.values())), key=lambda j: self.finish[j.id]):
+                beside += running.res
+                if beside >= job.res:
+                    beside -= job.res
+                    reserved_at = np.float32(self.finish[running.id])
+                    break
+            waiting = waiting[index + 1:]
+            break
+        else:
+            waiting = []
+        for job in waiting:
+            finish = np.float32(ctx.now + job.walltime)
+            if job.res <= free and (job.res <= beside or finish <= reserved_at):
+                self._start(job, float(finish), ctx)
+                free -= job.res
+                if finish > reserved_at:
+                    beside = (beside - job.res) % (1 << 32)
+            elif free == 0:
+                break
+
+
+def test_kth5k_rc2s_own_easy_is_rc2s_byte_for_byte(shared, tmp_path):
+    """KTH-5k with rc2's test ``easy`` (a different EASY from ours: reservations at walltime ends,
+    1,506 starts apart from batsched's), its choices run in our Batsim 5 mode: rc2's jobs.csv
+    byte for byte. The timing holds under backfilling, over the whole trace."""
+    golden = shared / "golden-v5"
+    if not golden.is_dir():
+        pytest.skip("../shared/golden-v5 is not available")
+    result, _ = simulate(DATA / "platform-100.xml", golden / "workloads" / "KTH-5k.v5.json.gz", Rc2Easy(),
+                         prefix=f"{tmp_path}/", batsim=5)
+    assert open(result.jobs_csv, "rb").read() == (golden / "outputs" / "kth5k-easy-lib" / "jobs.csv").read_bytes()
+
+
+def test_rc2s_own_easy_gives_batsched_easys_schedule_on_tiny(tmp_path):
+    result, _ = simulate(PLATFORM16, V5 / "tiny.v5.json", Rc2Easy(), prefix=f"{tmp_path}/", batsim=5)
+    assert open(result.jobs_csv, "rb").read() == (V5 / "tiny-easy-lib.jobs.csv").read_bytes()
+
+
+@pytest.mark.parametrize("edc", ["fcfs", "easy"])
+def test_the_real_rc2_equals_the_embedded_mode(tmp_path, edc):
+    """With a real Batsim 5 (``BATSIM5_BIN``, its test EDC libraries in ``BATSIM5_EDC_LIB_DIR``):
+    rc2 running its library ``fcfs`` / ``easy`` on tiny writes the jobs file our Batsim 5 mode
+    writes with the same choices (our fcfs, the port of its easy)."""
+    import os
+    import subprocess
+
+    binary, libs = os.environ.get("BATSIM5_BIN"), os.environ.get("BATSIM5_EDC_LIB_DIR")
+    if not (binary and libs):
+        pytest.skip("no real Batsim 5: set BATSIM5_BIN and BATSIM5_EDC_LIB_DIR (see docs/simulator.md)")
+    real = tmp_path / "real"
+    subprocess.run([binary, "-p", str(PLATFORM16), "-w", str(V5 / "tiny.v5.json"), "-e", f"{real}/",
+                    "-l", os.path.join(libs, f"lib{edc}.so"), "{}"], check=True, capture_output=True, timeout=120)
+    scheduler = build_scheduler("fcfs") if edc == "fcfs" else Rc2Easy()
+    result, _ = simulate(PLATFORM16, V5 / "tiny.v5.json", scheduler, prefix=f"{tmp_path}/ours-", batsim=5)
+    assert open(result.jobs_csv, "rb").read() == (real / "jobs.csv").read_bytes()
+    assert _no_version(result.schedule_file) == _no_version(real / "schedule.json")
+
+
 # ------------------------------------------------------------------ kill and requeue
 class Tiny6EDC:
     """The Python EDC of ``py-json-kill-requeue``: FCFS on the lowest free hosts; when w0!16 arrives
