@@ -69,7 +69,9 @@ class _Message:
 
 class _Sleeps:
     """The sleeping actions (their ``max_duration`` left), in numpy arrays: a step subtracts from
-    all of them at once (IEEE doubles, as SimGrid's loop). A free slot holds +inf."""
+    all of them at once (IEEE doubles, as SimGrid's loop). A free slot holds +inf. The least time
+    left is kept as it changes: a subtraction keeps the order (``fl(min - d) = min(fl(x - d))``),
+    so it is recomputed only when a sleep ends or is cancelled."""
 
     def __init__(self):
         import numpy as np
@@ -80,6 +82,7 @@ class _Sleeps:
         self.on_done: list = [None] * 16
         self.free = list(range(15, -1, -1))
         self.count = 0
+        self.least = np.inf  # the least time left (None: to recompute)
 
     def add(self, seq: int, duration: float, on_done) -> int:
         if not self.free:
@@ -87,9 +90,13 @@ class _Sleeps:
         slot = self.free.pop()
         self.left[slot], self.seq[slot], self.on_done[slot] = duration, seq, on_done
         self.count += 1
+        if self.least is not None and duration < self.least:
+            self.least = duration
         return slot
 
     def cancel(self, slot: int) -> None:
+        if self.left[slot] == self.least:
+            self.least = None
         self.left[slot] = self.np.inf
         self.on_done[slot] = None
         self.free.append(slot)
@@ -103,21 +110,25 @@ class _Sleeps:
         self.free.extend(range(2 * size - 1, size - 1, -1))
 
     def smallest(self) -> float:
-        return float(self.left.min())
+        if self.least is None:
+            self.least = float(self.left.min())
+        return self.least
 
-    def advance(self, delta: float, smallest: float) -> list:
+    def advance(self, delta: float) -> list:
         """Subtract ``delta`` (``double_update``: below ``PRECISION`` is over); the ended ones as
-        (creation number, on_done), their slots freed. ``smallest``: the least time left before,
-        which tells whether any ends (a subtraction keeps the order)."""
-        np, left = self.np, self.left
+        (creation number, on_done), their slots freed."""
+        left = self.left
         left -= delta
-        if smallest - delta >= PRECISION:
+        least = self.least - delta
+        if least >= PRECISION:
+            self.least = least
             return []
         left[left < PRECISION] = 0.0
         out = []
-        for slot in np.flatnonzero(left <= 0).tolist():
+        for slot in self.np.flatnonzero(left <= 0).tolist():
             out.append((int(self.seq[slot]), self.on_done[slot]))
             self.cancel(slot)
+        self.least = None
         return out
 
 
@@ -309,7 +320,7 @@ class Kernel:
         advances by the shortest time an action needs, every action is advanced by as much, and
         the ones over end in the order they were created. False when nothing is left to happen."""
         sleeps, messages = self._sleeps, self._messages
-        smallest = delta = sleeps.smallest() if sleeps.count else -1.0
+        delta = sleeps.smallest() if sleeps.count else -1.0
         for m in messages:
             value = m.latency if m.latency > 0 else (m.remains / m.rate if m.remains > 0 else 0.0)
             if delta < 0 or value < delta:
@@ -317,7 +328,7 @@ class Kernel:
         if delta < 0:
             return False
         self.now += delta
-        done = sleeps.advance(delta, smallest) if sleeps.count else []
+        done = sleeps.advance(delta) if sleeps.count else []
         if messages:
             left = []
             for m in messages:
