@@ -108,6 +108,8 @@ def cmd_simulate(args) -> int:
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
     files = {"jobs": result.jobs_csv, "schedule": result.schedule_file, **details}
+    if line.major == 5 and not args.connect:  # rc2's third file
+        files["real_exec_info"] = line.output(args.export, "real_exec_info.json")
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
                                                    "jobs_csv": result.jobs_csv,
