@@ -135,12 +135,11 @@ class _Sleeps:
 class Comm:
     """One message: sent into a mailbox, matched with a receive, then in flight."""
 
-    __slots__ = ("payload", "route", "sender", "receiver", "waiters", "done")
+    __slots__ = ("payload", "route", "waiters", "done")
 
     def __init__(self, payload, route):
         self.payload, self.route = payload, route
-        self.sender = self.receiver = None
-        self.waiters: list = []
+        self.waiters: list = []  # the actors waiting for it, in the order they asked
         self.done = False
 
 
@@ -200,7 +199,6 @@ class Kernel:
         self._messages: list = []  # the messages in flight, in creation order
         self._seq = 0  # actions created so far: SimGrid ends the actions of a step in this order
         self._mailboxes: dict = {}
-        self.on_step = None  # optional, called with the clock after each step (progress reports)
 
     # ------------------------------------------------------------------ actors
     def start(self, code, name: str = "") -> _Actor:
@@ -249,9 +247,9 @@ class Kernel:
             self._seq += 1
             actor.sleeping = self._sleeps.add(self._seq, call[1], lambda: self._woken(actor))
         elif kind == _ISEND:
-            self._ready(actor, self._match(call[1], Comm(call[2], call[3]), actor, sending=True))
+            self._ready(actor, self._match(call[1], Comm(call[2], call[3]), sending=True))
         elif kind == _IRECV:
-            self._ready(actor, self._match(call[1], None, actor, sending=False))
+            self._ready(actor, self._match(call[1], None, sending=False))
         elif kind == _WAIT:
             comm = call[1]
             if comm.done:
@@ -279,26 +277,18 @@ class Kernel:
         victim.code.close()
 
     # ---------------------------------------------------------------- mailboxes
-    def _match(self, name: str, comm, actor, *, sending: bool) -> Comm:
-        """``CommImpl::isend`` / ``irecv``: take the first pending comm of the other side, or queue."""
+    def _match(self, name: str, comm, *, sending: bool) -> Comm:
+        """``CommImpl::isend`` / ``irecv``: take the first pending comm of the other side (and the
+        message starts), or queue this one."""
         queue = self._mailboxes.setdefault(name, deque())
         if queue and queue[0][0] != sending:
             _, other = queue.popleft()
             if sending:
                 other.payload, other.route = comm.payload, comm.route
-                comm = other
-                comm.sender = actor
-            else:
-                comm = other
-                comm.receiver = actor
-            self._transfer(comm)
-            return comm
+            self._transfer(other)
+            return other
         if comm is None:
             comm = Comm(None, None)
-        if sending:
-            comm.sender = actor
-        else:
-            comm.receiver = actor
         queue.append((sending, comm))
         return comm
 
@@ -349,8 +339,6 @@ class Kernel:
             done.sort(key=lambda item: item[0])
         for _, on_done in done:
             on_done()
-        if self.on_step is not None:
-            self.on_step(self.now)
         return True
 
 
