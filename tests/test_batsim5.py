@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-import math
+from dataclasses import replace
 
 import pytest
 
@@ -39,8 +39,15 @@ def _frames(name):
     return [json.loads(line) for line in (V5 / f"{name}.frames.jsonl").read_text().splitlines()]
 
 
+def _printed(x: float) -> float:
+    """A date as Batsim 5 prints it in JSON (12 decimals), read back."""
+    return float(f"{x:.12f}")
+
+
 class Recorder:
-    """Wraps a scheduler callable and keeps each message as Batsim 5 would name it."""
+    """Wraps a scheduler callable, keeps each message as Batsim 5 would name it, and dates the
+    reply as a JSON-mode EDC does: it read ``now`` from the 12 decimals rc2 printed and echoes
+    that (rc2 then waits the sliver by which it may be later than its clock)."""
 
     def __init__(self, scheduler):
         self.scheduler, self.frames = scheduler, []
@@ -49,28 +56,20 @@ class Recorder:
         self.frames.append({"now": now, "events": [
             [e.timestamp, EVENT_NAMES[type(e)], getattr(e, "job_id", None) or ",".join(getattr(e, "job_ids", []))]
             for e in events]})
-        return self.scheduler(now, events)
+        read = _printed(now)
+        _, decisions = self.scheduler(read, events)
+        return read, [replace(d, timestamp=read) for d in decisions]
 
 
-def _printed(x: float) -> float:
-    """A date as Batsim 5 prints it (12 decimals)."""
-    return float(f"{x:.12f}")
-
-
-def _assert_same_frames(ours, gold, ulp_tolerant=0):
-    """Same messages, same events (type, job), every date as rc2 printed it; ``ulp_tolerant`` dates
-    may be a few ulps off (SimGrid's float arithmetic, see docs/simulator.md)."""
+def _assert_same_frames(ours, gold):
+    """Same messages, same events (type, job), every date as rc2 printed it."""
     assert len(ours) == len(gold)
-    off = 0
     for i, (o, g) in enumerate(zip(ours, gold)):
         # a RequestedCallEvent names its call (the typed event does not): compare the types only
         assert [e[1:] for e in o["events"]] == [[e[1], "" if e[1] == "RequestedCallEvent" else e[2]]
                                                 for e in g["events"]], i
-        dates = [(o["now"], g["now"])] + [(a[0], b[0]) for a, b in zip(o["events"], g["events"])]
-        if any(_printed(a) != b for a, b in dates):
-            off += 1
-            assert all(abs(a - b) <= 4 * math.ulp(b) for a, b in dates), (i, o, g)
-    assert off <= ulp_tolerant
+        assert _printed(o["now"]) == g["now"], (i, o, g)
+        assert [_printed(a[0]) for a in o["events"]] == [b[0] for b in g["events"]], (i, o, g)
 
 
 def _no_version(path):
@@ -169,13 +168,30 @@ def test_tiny_easy_is_rc2s_byte_for_byte(tmp_path):
 
 
 def test_tiny_fcfs_messages_are_rc2s():
-    """The frames rc2 sent its process EDC: the same messages and events, every date to the 12
-    decimals rc2 prints but two (the first two completions, 1 and 2 ulps off)."""
+    """The frames rc2 sent its process EDC in JSON mode: the same messages and events, every date
+    to the 12 decimals rc2 prints (in binary mode, where no date is rounded, they are the same
+    doubles to the last bit: docs/simulator.md)."""
     nb, names, loaded = load_inputs(PLATFORM16, V5 / "tiny.v5.json")
     core = DecisionCore(build_scheduler("fcfs"))
     recorder = Recorder(lambda now, events: (now, core.handle(now, events)))
     Simulator(nb, loaded, host_names=names, line=BATSIM_5).run(recorder)
-    _assert_same_frames(recorder.frames, _frames("ref-process-edc-fcfs-json"), ulp_tolerant=2)
+    _assert_same_frames(recorder.frames, _frames("ref-process-edc-fcfs-json"))
+
+
+def test_tiny_fcfs_dates_are_rc2s_to_the_last_bit():
+    """Against rc2 in flatbuffers binary mode (no date rounded on the way): every frame's ``now``
+    and event timestamps are the very doubles of SimGrid 4.0's clock."""
+    nb, names, loaded = load_inputs(PLATFORM16, V5 / "tiny.v5.json")
+    core = DecisionCore(build_scheduler("fcfs"))
+    frames = []
+
+    def exchange(now, events):
+        frames.append([now.hex(), [[e.timestamp.hex(), EVENT_NAMES[type(e)]] for e in events]])
+        return now, core.handle(now, events)
+
+    Simulator(nb, loaded, host_names=names, line=BATSIM_5).run(exchange)
+    gold = [json.loads(line) for line in (V5 / "process-edc-fcfs-binary.frames.jsonl").read_text().splitlines()]
+    assert frames == [[f["now"], [[float.fromhex(ts).hex(), kind] for ts, kind in f["events"]]] for f in gold]
 
 
 def test_a_4_2_1_workload_runs_as_its_batsim5_conversion(tmp_path):
@@ -352,7 +368,8 @@ def test_tiny6_kill_requeue_is_rc2s(tmp_path):
 
 def _route(latencies_us, bandwidths_mbps):
     """A route of Batsim's small_platform.xml from a host to master_host: its links' latencies
-    summed in route order, its byte at the slowest link's bandwidth."""
+    (``"59.904us"`` is ``59.904 * 1e-6`` for SimGrid) summed in route order, its byte at the
+    slowest link's bandwidth."""
     latency = 0.0
     for lat in latencies_us:
         latency += lat * 1e-6
@@ -361,7 +378,7 @@ def _route(latencies_us, bandwidths_mbps):
 
 # Batsim's platforms/small_platform.xml: a 15 us loopback at 498 MBps on master_host, and each
 # compute host (in Batsim's order: by name) reaching it through its own chain of links
-SMALL_PLATFORM = Latency(loopback=15e-6, loopback_transfer=1 / 498e6, node_routes=(
+SMALL_PLATFORM = Latency(loopback=15 * 1e-6, loopback_transfer=1 / 498e6, node_routes=(
     _route([189.98, 59.904, 514.433, 59.904, 136.931, 514.433, 479.78],
            [11.618875, 41.279125, 34.285625, 41.279125, 118.6825, 34.285625, 10.099625]),  # Bourassa
     _route([270.544, 514.433, 59.904, 136.931, 514.433, 479.78],

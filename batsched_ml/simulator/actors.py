@@ -40,11 +40,13 @@ class Latency:
     (``tests/test_simulator.py``). On a platform whose hosts reach the master by
     different routes, ``node_routes`` gives each compute host's (latency and
     transfer, in host order); a job's end then takes the route of its first host,
-    where Batsim runs the job's actor.
+    where Batsim runs the job's actor. A route's latency is the double SimGrid makes of
+    it (``"50us"`` is ``50 * 1e-6``; a route adds its links' in order): Batsim 5's clock
+    shows it to the last bit (``actors5``); Batsim 4.2.1's model works in nanoseconds.
     """
 
-    loopback: float = 0.0001  # between two actors of the master host (its link, up and down)
-    node_to_master: float = 0.0006  # from a compute host, where a job's actor runs, to the server
+    loopback: float = 50 * 1e-6 + 50 * 1e-6  # between two actors of the master host (its link, up and down)
+    node_to_master: float = (50 * 1e-6 + 500 * 1e-6) + 50 * 1e-6  # from a compute host, where a job's actor runs
     loopback_transfer: float = 8e-9  # one byte at 125 MBps
     node_transfer: float = 8e-9
     node_routes: tuple | None = None  # per compute host: (its latency to the master, its transfer)

@@ -147,7 +147,7 @@ class BatsimServer:
         reply_now, decisions = self.scheduler(now, events)
         self.scheduling_time += time.perf_counter() - t0
         self.messages += 1
-        checks.check_reply(now, reply_now, decisions)
+        checks.check_reply(now, reply_now, decisions, past_allowed=self.line.reply_may_be_earlier)
         return now, reply_now, decisions
 
     def report_progress(self, final: bool = False) -> None:

@@ -3,8 +3,8 @@
 Batsim 5's instants are SimGrid 4.0's: its clock is a double, advanced step by step, and which of
 two simultaneous messages the server sees first depends on how SimGrid orders its actors. So the
 Batsim 5 line runs rc2's actors (``actors5``) on this small re-creation of the parts of SimGrid
-they use, checked frame by frame against the recorded rc2 exchanges (``golden-v5/transcripts``:
-every ``now`` to the 12 decimals Batsim prints):
+they use, checked frame by frame against the real rc2 (every date of every frame the same double,
+to the last bit):
 
 * **actors** are generators that yield *simcalls* (sleep, send, receive, wait, create an actor,
   kill one). Like SimGrid's maestro, the kernel runs every ready actor in a *sub-round* (in the

@@ -13,6 +13,9 @@ recorded with the real rc2, ``golden-v5/transcripts``, and rc2's ``src/``):
 * **calls**: 4.2.1 takes CALL_ME_LATER's date as sent and aborts unless it is in the future; rc2
   takes a whole number of seconds or milliseconds (the v5 codec asks whole seconds when the date
   is one, else milliseconds rounded up) and answers a date already reached at once;
+* **replies**: 4.2.1 aborts on a reply dated before its message; rc2 checks only that the
+  decisions are dated in order and at most the reply's ``now`` (a JSON scheduler echoing the 12
+  decimals rc2 printed is often a sliver early; a sliver late, rc2 waits for it);
 * **registered jobs**: 4.2.1 submits them at their ``subtime``; rc2 at the date it reads the
   registration, and answers with a JobSubmittedEvent when the scheduler asked for
   ``acknowledge_dynamic_jobs``; a profile may be named ``workload!name``;
@@ -47,6 +50,7 @@ class BatsimLine:
     name: str  # the release: "4.2.1", "5.0.0-rc2"
     major: int  # what ``--batsim`` takes: 4 or 5
     whole_call_dates: bool  # 5: calls at whole seconds or milliseconds, a date reached answered at once
+    reply_may_be_earlier: bool  # 5: a reply's now before the message's is taken (rc2 checks the decisions only)
     registers_at_clock: bool  # 5: a registered job is submitted when Batsim reads it (may be acknowledged)
     file_separator: str  # between the export prefix and a file name: "_" (4) or "" (5)
 
@@ -69,8 +73,10 @@ class BatsimLine:
         return f"{prefix}{self.file_separator}{name}"
 
 
-BATSIM_4 = BatsimLine("4.2.1", 4, whole_call_dates=False, registers_at_clock=False, file_separator="_")
-BATSIM_5 = BatsimLine("5.0.0-rc2", 5, whole_call_dates=True, registers_at_clock=True, file_separator="")
+BATSIM_4 = BatsimLine("4.2.1", 4, whole_call_dates=False, reply_may_be_earlier=False, registers_at_clock=False,
+                      file_separator="_")
+BATSIM_5 = BatsimLine("5.0.0-rc2", 5, whole_call_dates=True, reply_may_be_earlier=True, registers_at_clock=True,
+                      file_separator="")
 LINES = {4: BATSIM_4, 5: BATSIM_5}
 
 
