@@ -23,13 +23,13 @@ import contextlib
 import json
 
 from .config import ConfigError, RunConfig, check_values, settings
-from .options import PREFIX, check_options, classification_options, constructor_parameters
+from .options import PREFIX, check_options, classification_options, constructor_parameters, option_schema
 from .plugins import load
 from .policies.expression import SPEC_PREFIXES
 from .validation import ValidationError
 
 __all__ = ["build_classifier", "build_component", "build_estimator", "build_policy", "build_scheduler",
-           "resolve", "scheduler_accepts"]
+           "resolve", "run_label", "scheduler_accepts"]
 
 
 def scheduler_accepts(scheduler_cls) -> set[str]:
@@ -65,6 +65,13 @@ def resolve(config: RunConfig) -> RunConfig:
         if value is not None and not (kind == "policies" and value.startswith(SPEC_PREFIXES)):
             load(kind, value)  # an unknown or broken plugin fails here, by name
     return resolved.replace(options=check_options(resolved, scheduler_cls))
+
+
+def run_label(config: RunConfig) -> str:
+    """The label that names a resolved run (``PREFIX_run.json``, ``plot``'s legend, ``serve``'s
+    listening line): ``RunConfig.label`` with the options given at their plugin's default left out."""
+    schema = option_schema(config, load("schedulers", config.scheduler)) or {}
+    return config.label({key: spec.default for key, spec in schema.items()})
 
 
 def _needs_message(name: str, spec) -> str:

@@ -36,6 +36,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import presets
 from . import validation as check
 
 __all__ = ["ConfigError", "RunConfig", "Setting", "add_arguments", "flag_of", "parse_option", "settings"]
@@ -71,7 +72,9 @@ def setting(flag: str, help: str, *, value_default=None, **kwargs):
 @dataclass(frozen=True)
 class RunConfig:
     """One run's configuration (see the module docstring). ``None`` = not given: the scheduler's
-    default when it takes the setting (filled in by ``compose.resolve``), absent otherwise."""
+    default when it takes the setting (filled in by ``compose.resolve``), absent otherwise.
+    ``preset``: the name of the preset (``batsched_ml.presets``) the builders below expanded into
+    the other fields; kept to name the run."""
 
     scheduler: str = setting(
         "--scheduler", "scheduler plugin: fcfs (strict, no backfilling), easy, conservative, probabilistic "
@@ -114,6 +117,10 @@ class RunConfig:
     seed: int = setting(
         "--seed", "seed of every random component (0 <= N < 2**32)", value_default=0, default=0,
         number=check.seed, integer=True)
+    preset: str | None = setting(
+        "--preset", f"start from a named configuration ({', '.join(presets.names())}; batsched-ml presets says "
+        "what each sets and where it comes from); the other flags override its settings, -o KEY its options key "
+        "by key (default: none)", metavar="NAME")
     options: dict = field(default_factory=dict, metadata={"setting": Setting(
         "-o", "extra plugin option KEY=VALUE (repeatable); VALUE is parsed as JSON when possible",
         metavar="KEY=VALUE")})
@@ -132,7 +139,7 @@ class RunConfig:
         for name, value in list(values.items()):
             if value is None and name in ("kill_false_small", "seed", "scheduler"):
                 del values[name]  # not given: the field's default
-        return cls(**values)
+        return cls._with_preset(values)
 
     @classmethod
     def from_table(cls, table: dict, where: str = "config") -> RunConfig:
@@ -150,7 +157,7 @@ class RunConfig:
                 values["options"] = {k: _typed_text(v) for k, v in value.items()}
             else:
                 values[key] = _table_value(key, settings()[key], value, where)
-        return cls(**values)
+        return cls._with_preset(values)
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> RunConfig:
@@ -159,15 +166,28 @@ class RunConfig:
         fields = {k: v for k, v in kwargs.items() if k in names}
         options = dict(fields.pop("options", None) or {})
         options.update({k: v for k, v in kwargs.items() if k not in names})
-        return cls(**fields, options=options)
+        return cls._with_preset({**fields, "options": options})
+
+    @classmethod
+    def _with_preset(cls, given: dict) -> RunConfig:
+        """The fields ``given`` (None = not given), over their preset's when they name one."""
+        given = {k: v for k, v in given.items() if v is not None or k == "preset"}
+        if given.get("preset") is not None:
+            given = presets.expand(given["preset"], given)
+        return cls(**given)
+
+    def _preset_values(self) -> dict:
+        """The values of this config's preset (``{}`` without one), ``options`` among them."""
+        return presets.get(self.preset).values() if self.preset is not None else {}
 
     def replace(self, **changes) -> RunConfig:
         return dataclasses.replace(self, **changes)
 
     # ------------------------------------------------------------- showing
     def to_dict(self) -> dict:
-        """Every field (None: not applicable or not given) and the options, JSON-ready."""
-        out = {name: getattr(self, name) for name in _names()}
+        """Every field (None: not applicable or not given; ``preset`` only when there is one: a run
+        without keeps the cache key it always had) and the options, JSON-ready."""
+        out = {name: getattr(self, name) for name in _names() if name != "preset" or self.preset is not None}
         out["options"] = dict(self.options)
         return out
 
@@ -176,18 +196,26 @@ class RunConfig:
         only those of ``names``, in that order (a campaign table's keys, as written)."""
         out: list[str] = []
         every = settings()
-        for name in every if names is None else [n for n in names if n in every]:
+        preset = self._preset_values()
+        chosen = list(every) if names is None else [n for n in names if n in every]
+        for name in sorted(chosen, key=lambda n: n != "preset"):  # --preset first: the others change it
             spec, value = every[name], getattr(self, name)
             if name == "seed" or value is None or value is False:
                 continue
+            if names is None and name in preset and _same_value(value, preset[name]):
+                continue  # the preset gives it
             out += [spec.flag] if spec.switch else [spec.flag, _flag_text(value)]
+        preset_options = preset.get("options", {})
         for key, value in self.options.items():
-            out += ["-o", f"{key}={value if isinstance(value, str) else json.dumps(value, separators=(',', ':'))}"]
+            if key not in preset_options or not _same_value(value, preset_options[key]):
+                out += ["-o", f"{key}={value if isinstance(value, str) else json.dumps(value, separators=(',', ':'))}"]
         return tuple(out)
 
-    def label(self) -> str:
+    def label(self, option_defaults: dict | None = None) -> str:
         """A short legend: ``easy fcfs``, ``easy fcfs, eloss/incremental, sjbf``,
-        ``probabilistic fcfs, hmm distribution``, ``easy fcfs, random-forest kill``."""
+        ``probabilistic fcfs, hmm distribution``, ``easy fcfs, random-forest kill``, then the ``-o``
+        options in short form (``ljf-easy, max_backfill=5``), but those given at the value of
+        ``option_defaults`` (``{key: default}``: ``compose.run_label`` reads them from the plugins)."""
         parts = [f"{self.scheduler} {self.policy}" if self.policy else self.scheduler]
         if self.predictor:
             parts.append(self.predictor + (f"/{self.correction}" if self.correction else ""))
@@ -203,7 +231,33 @@ class RunConfig:
             parts.append(f"{self.reservations} reservations")
         if self.starvation_threshold is not None:
             parts.append(f"starvation {self.starvation_threshold:g} s")
-        return ", ".join(parts)
+        defaults = option_defaults or {}
+        parts += [f"{key}={_option_text(value)}" for key, value in self.options.items()
+                  if key not in defaults or not _same_value(value, defaults[key])]
+        if self.preset is None:
+            return ", ".join(parts)
+        changed = self.changed_from_preset()
+        return f"{self.preset}{' with ' + ', '.join(changed) if changed else ''}: {', '.join(parts)}"
+
+    def changed_from_preset(self) -> list[str]:
+        """What this config changes of its preset, in short form (``["n_estimators=80"]``): a field
+        the preset sets given another value, a field it does not set given a value other than the
+        default, an option given another value or added ([] without a preset)."""
+        if self.preset is None:
+            return []
+        preset = self._preset_values()
+        out = []
+        for name, spec in settings().items():
+            value = getattr(self, name)
+            if name in ("preset", "seed") or value is None:
+                continue
+            differs = (not _same_value(value, preset[name]) if name in preset
+                       else value is not False and not _same_value(value, spec.default))
+            if differs:
+                out.append(f"{spec.flag.lstrip('-')}={_option_text(value)}")
+        out += [f"{key}={_option_text(value)}" for key, value in self.options.items()
+                if key not in preset["options"] or not _same_value(value, preset["options"][key])]
+        return out
 
 
 # ------------------------------------------------------------------ the declarations
@@ -259,6 +313,27 @@ def _typed_text(value):
         return value
 
 
+def _option_text(value) -> str:
+    """An option's value as typed after ``-o KEY=``: ``both``, ``0``, ``0.35``, ``[60,300]``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return f"{value:g}"
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _same_value(value, default) -> bool:
+    """``value == default`` as a user means it: ``0`` is ``0.0``, but ``true`` is not ``1``."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return value is default
+    if isinstance(default, tuple):
+        default = list(default)
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # pragma: no cover - an array-like default
+        return False
+
+
 def _flag_text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -290,6 +365,8 @@ def check_values(config: RunConfig) -> None:
             spec.number(value, name)
         elif not isinstance(value, str) or not value:
             raise ConfigError(f"{name} expects a name, got {value!r}")
+        elif name == "preset":
+            presets.get(value)
         elif spec.choices and value not in spec.choices:
             raise ConfigError(f"{name} must be one of {', '.join(spec.choices)}, got {value!r}"
                               f"{did_you_mean(value, spec.choices)}")

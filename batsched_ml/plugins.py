@@ -3,8 +3,10 @@
 Third-party packages add a scheduler, policy, predictor, correction, classifier or runtime
 distribution by declaring an entry point in the matching group (see the documentation's
 "Your own scheduler"); the built-ins below are also used when the package runs from a source
-tree without being installed. Loading only imports: building a run from plugins is
-``compose``'s job.
+tree without being installed. A name is one plugin: two distributions declaring the same name
+(a package naming its scheduler ``easy``) make that name unusable until one goes, with an error
+naming both -- which one ran would otherwise depend on the order of installation. Loading only
+imports: building a run from plugins is ``compose``'s job.
 """
 
 from __future__ import annotations
@@ -79,9 +81,15 @@ class Entry:
     name: str
     target: str
     distribution: str  # "batsched-ml 0.1.0", "myplugin 0.1"
+    clashes: tuple = ()  # other distributions' entries of the same name: then it cannot be loaded
 
     def describe(self) -> str:
         return f"{self.singular} {self.name!r} (entry point {self.target} of {self.distribution})"
+
+    def clash_message(self) -> str:
+        both = " and by ".join(f"{e.distribution} ({e.target})" for e in (self, *self.clashes))
+        return (f"{self.singular} {self.name!r} is declared by {both}: a name is one plugin; uninstall one of "
+                "them or rename its entry point")
 
     @property
     def singular(self) -> str:
@@ -89,12 +97,24 @@ class Entry:
 
 
 def entries(kind: str) -> dict[str, Entry]:
-    """name -> :class:`Entry` of every plugin of ``kind`` (installed entry points override built-ins)."""
+    """name -> :class:`Entry` of every plugin of ``kind``: the built-ins, and the installed entry
+    points (ours, which are the built-ins, and other distributions'). A name declared by two
+    distributions is an entry with ``clashes``, which :func:`load_entry` refuses."""
     own = _own_distribution()
     found = {name: Entry(kind, name, target, own) for name, target in BUILTINS.get(kind, {}).items()}
     for name, target, dist in _installed(GROUPS[kind]):
-        found[name] = Entry(kind, name, target, dist or own)
+        entry = Entry(kind, name, target, dist or own)
+        first = found.get(name)
+        if first is None or _project(first.distribution) == _project(entry.distribution):
+            found[name] = entry if first is None else first
+        elif not any(_project(c.distribution) == _project(entry.distribution) for c in first.clashes):
+            found[name] = Entry(kind, name, first.target, first.distribution, (*first.clashes, entry))
     return dict(sorted(found.items()))
+
+
+def _project(distribution: str) -> str:
+    """``"batsched-ml 0.1.0"`` -> ``"batsched-ml"`` (a stale copy of our own metadata is still us)."""
+    return distribution.split(" ", 1)[0].lower().replace("_", "-")
 
 
 def available(kind: str) -> dict[str, str]:
@@ -140,7 +160,10 @@ def load(kind: str, name: str):
 
 
 def load_entry(entry: Entry):
-    """Import what ``entry`` points at (see :func:`load`)."""
+    """Import what ``entry`` points at (see :func:`load`); a :class:`PluginError` for a name two
+    distributions declare."""
+    if entry.clashes:
+        raise PluginError(entry.clash_message())
     module, _, attr = entry.target.partition(":")
     try:
         obj = import_module(module)

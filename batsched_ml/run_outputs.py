@@ -83,13 +83,21 @@ def write_run_description(config, prefix, platform, workloads, batsim: str = "4.
     (``batsim``), a ``label`` (used by ``plot``) and its ``status`` (RUNNING until :func:`mark_run`
     says how it ended)."""
     from . import __version__
+    from .compose import run_label
     from .validation import output_prefix
 
     description = config.to_dict()
     description["platform"] = str(platform)
     description["workloads"] = [str(w) for w in workloads]
     description["batsim"] = batsim
-    description["label"] = config.label()
+    description["label"] = run_label(config)
+    if config.preset is not None:  # what the name meant when this ran (a preset's expansion may change)
+        from .presets import get
+
+        preset = get(config.preset)
+        description["preset_version"] = preset.version
+        description["preset_expansion"] = list(type(config)(**preset.values()).argv())
+        description["preset_changed"] = config.changed_from_preset()
     description["batsched_ml"] = __version__
     description["status"] = RUNNING
     output_prefix(prefix, separator=separator)  # a file where a directory should be gets a sentence

@@ -12,16 +12,17 @@ from .core.decision_core import DecisionCore
 from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
 from .protocol import events as ev
 from .validation import output_prefix
-from .workloads import load_workload, read_platform
+from .workloads import load_workload, read_platform, sample_path
 
 if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds its scheduler here without it
     from .simulator.engine import SimulationResult
 
 
-def build_scheduler(scheduler: str = "easy", policy: str | None = None, **settings):
+def build_scheduler(scheduler: str | None = None, policy: str | None = None, **settings):
     """The scheduler of a run, from ``RunConfig`` fields given by name (``reservations="cores"``,
-    ``predictor="eloss"``, ``seed=3``...); any other keyword is an ``-o`` option
-    (``small_threshold=0.35``). The same validation as the command line (``compose.resolve``)."""
+    ``predictor="eloss"``, ``seed=3``, ``preset="easy++"``...; the scheduler ``easy`` unless given or
+    preset); any other keyword is an ``-o`` option (``small_threshold=0.35``). The same validation
+    as the command line (``compose.resolve``)."""
     config = RunConfig.from_kwargs(scheduler=scheduler, policy=policy, **settings)
     return build(config)
 
@@ -67,7 +68,7 @@ def load_inputs(platform, workloads):
     for i, w in enumerate(workloads):
         data = w if isinstance(w, dict) else load_workload(w)
         if not isinstance(w, dict):
-            data = dict(data, source=str(Path(w).resolve()))
+            data = dict(data, source=str(Path(sample_path(w)).resolve()))
         loaded.append((f"w{i}", data))
     return nb_hosts, names, loaded
 

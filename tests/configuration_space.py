@@ -3,7 +3,8 @@
 Every flag of ``simulate``'s "scheduler" argument group is drawn: a flag naming a plugin
 (``--scheduler``, ``--policy``, ``--predictor``, ``--correction``, ``--classifier``,
 ``--distribution``: ``--<kind>`` for each kind of ``plugins.GROUPS``) among the registered
-plugins (``plugins.available``) or an unknown name, and for ``--policy`` also the specs
+plugins (``plugins.available``) or an unknown name, ``--preset`` among the presets or an unknown
+name, and for ``--policy`` also the specs
 (``expr:``, ``learned:FILE#k``, ``rl:FILE`` with the shipped files, a missing file); a flag with choices among them; a switch on
 or off; a typed value among valid and invalid ones; and ``-o KEY=VALUE`` among the keys the drawn
 configuration's constructors declare (``options.option_schema``), or a misspelt one. A new
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 from random_cases import fcfs_ordered, workload_list
 from threadpoolctl import threadpool_limits
 
+from batsched_ml import presets
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
 from batsched_ml.cli import build_parser, main
 from batsched_ml.compose import resolve
@@ -98,6 +100,10 @@ def cli_configurations(draw, policies: list | None = None) -> dict:
                 value = UNKNOWN
             else:
                 value = draw(st.sampled_from(names + ([None] * len(names) if action.default is None else [])))
+        elif action.dest == "preset":  # a named configuration (one draw in four), or an unknown name
+            names = presets.names()
+            value = UNKNOWN if draw(st.integers(0, 29)) == RARE else \
+                draw(st.sampled_from(names + [None] * (3 * len(names))))
         elif action.choices:
             value = draw(st.sampled_from(list(action.choices)))
         elif action.nargs == 0:
@@ -138,6 +144,8 @@ def _valid_option_keys(config: dict) -> dict | None:
     None when the plugins alone are refused (the run is then refused before ``-o`` matters)."""
     names = {kind: config.get(SINGULAR[kind]) for kind in GROUPS}
     chosen = {SINGULAR[kind]: name for kind, name in names.items() if name is not None}
+    if config.get("preset") is not None:
+        chosen["preset"] = config["preset"]
     try:
         resolved = resolve(RunConfig.from_kwargs(**chosen))
         schema = option_schema(resolved, load("schedulers", resolved.scheduler))
@@ -184,10 +192,17 @@ def run_cli_case(workload: dict, case: dict) -> tuple[list[str], str]:
             return problems, "refused"
         if code != 0:
             return [f"exit {code}: {lines[-3:]}"], "failed"
-        config = {"scheduler": "easy", "policy": "fcfs", **case["config"]}
+        config = {"scheduler": "easy", "policy": "fcfs", **_with_preset(case["config"])}
         violations = check_run(tmp / "out" / "run_jobs.csv", workloads, workload["nb_res"], idle_slack=IDLE_SLACK,
                                fcfs_head=fcfs_ordered(config))
         return [str(v) for v in violations], "ran"
+
+
+def _with_preset(config: dict) -> dict:
+    """The drawn flags with what their preset sets where they set nothing (the run's settings)."""
+    if config.get("preset") is None:
+        return config
+    return {**config, **{k: v for k, v in presets.get(config["preset"]).settings.items() if config.get(k) in (None, False)}}
 
 
 def describe_cli(workload: dict, case: dict, problems: list) -> str:

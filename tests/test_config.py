@@ -133,7 +133,9 @@ def test_cli_table_and_python_build_the_same_configuration():
     from_python = RunConfig(predictor="eloss", correction="incremental", backfill_order="sjbf", seed=4,
                             options={"predictor_gamma": "small-area"})
     assert from_cli == from_table == from_python
-    assert resolve(from_cli).label() == "easy fcfs, eloss/incremental, sjbf"
+    from batsched_ml.compose import run_label
+
+    assert run_label(resolve(from_cli)) == "easy fcfs, eloss/incremental, sjbf, predictor_gamma=small-area"
 
 
 def test_every_setting_has_one_flag_in_simulate_and_serve():

@@ -282,6 +282,22 @@ def _add_useful_work(m: dict, r: JobRecords, nb_cores, makespan) -> None:
     m["wasted_utilisation"] = wasted / capacity if capacity else None
 
 
+# Which way a metric is better, for the words of a comparison ("-63.4% better"). By name: a
+# campaign's flat columns (avebsld10, cum_bsld60, kills) and compute_metrics' keys alike.
+HIGHER_IS_BETTER = ("utilisation", "useful_utilisation", "completed")
+LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
+                            "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed", "rejected",
+                            "unfinished", "failed")
+
+
+def better_direction(metric: str) -> str | None:
+    """``"lower"`` (slowdowns, waits, kills, waste), ``"higher"`` (utilisation, completed jobs) or
+    None (a count such as ``jobs``, or a metric this module does not know)."""
+    if metric in HIGHER_IS_BETTER:
+        return "higher"
+    return "lower" if metric.startswith(LOWER_IS_BETTER_PREFIXES) else None
+
+
 def format_metrics(metrics: dict) -> str:
     """Two aligned columns (key, value) for the terminal; None shows as ``-``."""
     def fmt(v) -> str:

@@ -37,6 +37,8 @@ def _run(args) -> int:
         raise note_kept(outcome.stopped_by, f"{kept}; run the same command again to resume") from None
     log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed or timed out: "
         f"{results_dir / 'results.csv'}")
+    for line in not_completed_warning(outcome.rows):
+        log(line)
     if not args.no_report and outcome.rows:
         from .report import write_report
 
@@ -50,6 +52,23 @@ def _run(args) -> int:
             log(f"  {line}")
         return 1
     return 0
+
+
+def not_completed_warning(rows, first: int = 3) -> list[str]:
+    """One ``warning:`` line when runs left jobs out of their metrics (rejected, killed and not
+    requeued, never started), naming the first ``first`` of them."""
+    from .results import RAN, jobs_not_completed
+
+    found = [(r, gone) for r in rows if r["status"] in RAN and (gone := jobs_not_completed(r))]
+    if not found:
+        return []
+    named = "; ".join(f"{r['trace']}/w{r['window']}/{r['config']}/s{r['seed']}: "
+                      + ", ".join(f"{n:,} of {r['jobs']:,} jobs {kind}" for kind, n in gone.items())
+                      for r, gone in found[:first])
+    more = f"; and {len(found) - first} more" if len(found) > first else ""
+    ran = sum(r["status"] in RAN for r in rows)
+    return [f"batsched-ml: warning: {len(found)} of {ran} runs did not complete every job, their metrics cover the "
+            f"jobs that ran: {named}{more} (results.csv: complete, rejected, killed, unfinished)"]
 
 
 def cmd_report(args) -> int:

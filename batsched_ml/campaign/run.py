@@ -17,7 +17,7 @@ from .cache import ResultCache, config_cost_key
 from .expand import write_campaign
 from ..executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
-from .results import read_results, write_results
+from .results import complete_row, read_results, write_results
 from .spec import Campaign
 from .tasks import REPORT_SUFFIX, Task, code_version, error_row, run_name, run_task, task_key
 
@@ -222,7 +222,7 @@ def _write_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: lis
         elif task.key in failures:
             status, message = failures[task.key]
             rows.append(error_row(task, message, status=status))
-    rows.sort(key=_file_order(campaign))
+    rows = sorted((complete_row(row) for row in rows), key=_file_order(campaign))
     _link_runs(results_dir, cache, tasks, done)
     cache.save_costs()
     write_results(results_dir, rows)

@@ -51,7 +51,6 @@ def cmd_simulate(args) -> int:
     from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
                               write_job_details, write_run_description)
     from ..runner import simulate
-
     from ..simulator.lines import line_of
 
     _warn_deprecated_dynamic_jobs(args)
@@ -75,7 +74,6 @@ def cmd_simulate(args) -> int:
             result = simulate_connected(args, progress=progress)
             report = {}
         else:
-
             separator = line.file_separator
 
             def describe_run():  # once the inputs are read and the CSVs open: never left alone
@@ -158,11 +156,11 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
 
 
 def cmd_serve(args) -> int:
-    from ..compose import build_scheduler
+    from ..compose import build_scheduler, run_label
     from ..server.serve import serve
 
     config = run_config(args)
-    return serve(args, build_scheduler(config), label=config.label())
+    return serve(args, build_scheduler(config), label=run_label(config))
 
 
 def _warn_if_partial(*jobs_csvs) -> None:
@@ -223,6 +221,20 @@ def cmd_check(args) -> int:
             print(line)
         print(f"{len(violations)} violation(s)" if violations else "valid: no violation found")
     return 1 if violations else 0
+
+
+def cmd_presets(args) -> int:
+    from ..config import RunConfig
+    from ..presets import PRESETS
+
+    for preset in PRESETS.values():
+        flags = " ".join(RunConfig(**preset.values()).argv())
+        print(f"{preset.name} (v{preset.version}): {preset.summary}")
+        print(f"  expands to: {flags}")
+        print(f"  source: {preset.source}")
+        for change in preset.changes:
+            print(f"  changed: {change}")
+    return 0
 
 
 def cmd_plugins(args) -> int:

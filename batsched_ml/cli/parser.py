@@ -9,7 +9,8 @@ import argparse
 from .. import __version__
 from .. import validation as check
 from ..validation import arg
-from .commands import cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_serve, cmd_simulate
+from .commands import (cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_presets, cmd_serve,
+                       cmd_simulate)
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
@@ -175,6 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("presets", help="list the named configurations of --preset: what each expands to, its "
+                       "source (paper and table, or the results file that measured it) and what changed")
+    p.set_defaults(func=cmd_presets)
 
     from ..campaign.cli import add_campaign_commands
 

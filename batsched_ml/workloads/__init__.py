@@ -4,7 +4,8 @@
 rules, ``load_workload``/``write_workload`` handle Batsim JSON, and
 ``read_platform``/``write_platform`` the SimGrid XML (host names in Batsim's
 lexicographic resource order). ``convert_swf`` chains them for the CLI;
-``to_v5``/``as_v5`` write and read Batsim 5 workloads (``DelayProfile``).
+``to_v5``/``as_v5`` write and read Batsim 5 workloads (``DelayProfile``). ``sample:NAME``
+names a bundled sample wherever a file is read (``samples``).
 """
 
 from importlib import import_module
@@ -21,6 +22,7 @@ _MODULE_OF = {
     "Platform": "platform", "PlatformError": "platform", "parse_radical": "platform",
     "read_platform": "platform", "write_platform": "platform",
     "SWF_FIELDS": "swf", "SwfFormatError": "swf", "SwfTrace": "swf", "read_swf": "swf",
+    "SampleError": "samples", "sample_path": "samples",
 }
 __all__ = sorted(_MODULE_OF)
 

@@ -24,8 +24,11 @@ class WorkloadError(ValueError):
 
 
 def load_workload(path: str | Path) -> dict:
-    """Read a ``.json`` or gzip ``.json.gz`` workload (gzip found by magic bytes)."""
-    path = Path(path)
+    """Read a ``.json`` or gzip ``.json.gz`` workload (gzip found by magic bytes), or the bundled
+    sample ``sample:NAME`` names (``samples``)."""
+    from .samples import sample_path
+
+    path = Path(sample_path(path))
     try:
         raw = path.read_bytes()
     except OSError as exc:

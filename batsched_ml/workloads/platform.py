@@ -68,8 +68,11 @@ def _role(elem: ET.Element) -> str:
 
 
 def read_platform(path: str | Path) -> Platform:
-    """Compute host names of a SimGrid XML platform, in Batsim's id order."""
-    path = Path(path)
+    """Compute host names of a SimGrid XML platform, in Batsim's id order (``sample:NAME``: a
+    bundled platform, ``samples``)."""
+    from .samples import sample_path
+
+    path = Path(sample_path(path))
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
