@@ -547,33 +547,35 @@ def test_simulate_writes_rc2s_files_under_its_prefix_rules(tmp_path, capsys, mon
 
 
 def test_metrics_check_and_plot_read_batsim5_outputs(tmp_path, capsys):
-    """metrics reads schedule.json's machine size; check knows DelayProfile (and finds a wrong run
-    time); plot labels a run from its run.json."""
+    """metrics reads the machine size in schedule.json; check knows DelayProfile run times; plot
+    labels a run from its run.json."""
     from batsched_ml.analysis import compute_metrics
     from batsched_ml.analysis.checker import check_files
     from batsched_ml.analysis.plots import run_label
 
-    prefix = f"{tmp_path}/run/"
-    assert cli.main(["simulate", "--batsim", "5", "-p", str(PLATFORM16), "-w", str(V5 / "tiny.v5.json"), "-e", prefix,
-                     "--scheduler", "easy", "--quiet"]) == 0
+    assert cli.main(["simulate", "--batsim", "5", "-p", str(PLATFORM16), "-w", str(V5 / "tiny.v5.json"),
+                     "-e", f"{tmp_path}/run/", "--scheduler", "easy", "--quiet"]) == 0
     capsys.readouterr()
     jobs = tmp_path / "run" / "jobs.csv"
-    text = jobs.read_text()
-    big = tmp_path / "big"  # the same rows beside a schedule.json saying the machine is larger
-    big.mkdir()
-    (big / "jobs.csv").write_text(text)
-    schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
-    (big / "schedule.json").write_text(json.dumps({**schedule, "nb_computing_machines": 64}))
-    assert compute_metrics(str(jobs))["nb_cores"] == 16 and compute_metrics(str(big / "jobs.csv"))["nb_cores"] == 64
-    workload = load_workload(V5 / "tiny.v5.json")
-    assert check_files(str(jobs), [str(V5 / "tiny.v5.json")], 16) == []
-    first = text.splitlines()[1].split(",")
-    assert first[2].startswith("w0!d")  # the profile column names workload!profile
-    first[9] = "%f" % (float(first[9]) + 5)  # an execution time its DelayProfile does not explain
-    (big / "jobs.csv").write_text("\n".join([text.splitlines()[0], ",".join(first), *text.splitlines()[2:]]) + "\n")
-    assert any(v.kind == "runtime" for v in check_files(str(big / "jobs.csv"), [str(V5 / "tiny.v5.json")], 16))
-    assert workload["profiles"]["d3477"]["type"] == "DelayProfile"
+    header, first, *rest = jobs.read_text().splitlines()
     assert run_label(jobs).startswith("easy")
+    assert compute_metrics(str(jobs))["nb_cores"] == 16
+    assert check_files(str(jobs), [str(V5 / "tiny.v5.json")], 16) == []
+
+    other = tmp_path / "other"  # the same run, 5 s longer for its first job, on a machine said larger
+    other.mkdir()
+    row = first.split(",")
+    assert row[2] == "w0!d3477"  # the profile column names workload!profile
+    for column in (9, 10, 12):  # execution, finish and turnaround times: consistent with each other
+        row[column] = "%f" % (float(row[column]) + 5)
+    (other / "jobs.csv").write_text("\n".join([header, ",".join(row), *rest]) + "\n")
+    schedule = json.loads((tmp_path / "run" / "schedule.json").read_text())
+    (other / "schedule.json").write_text(json.dumps({**schedule, "nb_computing_machines": 64}))
+    assert compute_metrics(str(other / "jobs.csv"))["nb_cores"] == 64
+    wrong = check_files(str(other / "jobs.csv"), [str(V5 / "tiny.v5.json")], 64)
+    assert [v.message for v in wrong if v.kind == "runtime"] == [
+        "COMPLETED_SUCCESSFULLY after 3482.000000 s; delay 3477 and walltime 53940 give COMPLETED_SUCCESSFULLY "
+        "after 3477 s"]  # (the longer job also overlaps the next one on its hosts)
 
 
 def test_convert_writes_batsim5_workloads_whose_users_reach_the_scheduler(tmp_path, capsys):
