@@ -1,4 +1,4 @@
-"""Composition: a :class:`~batsched_ml.config.RunConfig` validated against the plugins and
+"""Composition: a `RunConfig` validated against the plugins and
 turned into a scheduler with its collaborators built and injected.
 
 A scheduler plugin declares what it accepts by its constructor's keyword parameters:
@@ -40,7 +40,7 @@ def scheduler_accepts(scheduler_cls) -> set[str]:
 def resolve(config: RunConfig) -> RunConfig:
     """``config`` validated (once, here) against the installed plugins, with the defaults of what
     the scheduler takes filled in and the settings it does not take left None. Raises a
-    :class:`~batsched_ml.config.ConfigError` (or a ``PluginError``) with one line."""
+    ``ConfigError`` (or a ``PluginError``) with one line."""
     check_values(config)
     scheduler_cls = load("schedulers", config.scheduler)
     takes = scheduler_accepts(scheduler_cls)

@@ -133,7 +133,7 @@ class RunConfig:
     # ------------------------------------------------------------- building
     @classmethod
     def from_args(cls, args) -> RunConfig:
-        """From an argparse namespace holding the flags of :func:`add_arguments`."""
+        """From an argparse namespace holding the flags of ``add_arguments``."""
         values = {name: getattr(args, name) for name in _names() if hasattr(args, name)}
         values["options"] = dict(parse_option(item) for item in (getattr(args, "option", None) or []))
         for name, value in list(values.items()):

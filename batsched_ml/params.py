@@ -37,7 +37,7 @@ class Params:
         return {name: getattr(self, name) for name in self._get_param_names()}
 
     def set_params(self, **params):
-        """Change parameters (checked by the next :meth:`validate_params`); returns ``self``."""
+        """Change parameters (checked by the next ``validate_params``); returns ``self``."""
         valid = set(self._get_param_names())
         for key, value in params.items():
             if key not in valid:

@@ -82,15 +82,9 @@ def write_run_description(config, prefix, platform, workloads, batsim: str = "4.
     null where the scheduler does not take it), its inputs, the Batsim line it followed
     (``batsim``), a ``label`` (used by ``plot``) and its ``status`` (RUNNING until :func:`mark_run`
     says how it ended)."""
-    from . import __version__
     from .compose import run_label
-    from .validation import output_prefix
 
     description = config.to_dict()
-    description["platform"] = str(platform)
-    description["workloads"] = [str(w) for w in workloads]
-    description["batsim"] = batsim
-    description["label"] = run_label(config)
     if config.preset is not None:  # what the name meant when this ran (a preset's expansion may change)
         from .presets import get
 
@@ -98,6 +92,25 @@ def write_run_description(config, prefix, platform, workloads, batsim: str = "4.
         description["preset_version"] = preset.version
         description["preset_expansion"] = list(type(config)(**preset.values()).argv())
         description["preset_changed"] = config.changed_from_preset()
+    return _describe(prefix, description, run_label(config), platform, workloads, batsim, separator)
+
+
+def write_connected_description(endpoint: str, prefix, platform, workloads, dynamic_jobs: bool,
+                                batsim: str = "4.2.1", separator: str = "_") -> str:
+    """``PREFIX_run.json`` of ``simulate --connect``: the scheduler is the one at ``endpoint``,
+    whose settings this side does not know."""
+    return _describe(prefix, {"connect": endpoint, "dynamic_jobs": bool(dynamic_jobs)},
+                     f"scheduler at {endpoint}", platform, workloads, batsim, separator)
+
+
+def _describe(prefix, description: dict, label: str, platform, workloads, batsim: str, separator: str) -> str:
+    from . import __version__
+    from .validation import output_prefix
+
+    description["platform"] = str(platform)
+    description["workloads"] = [str(w) for w in workloads]
+    description["batsim"] = batsim
+    description["label"] = label
     description["batsched_ml"] = __version__
     description["status"] = RUNNING
     output_prefix(prefix, separator=separator)  # a file where a directory should be gets a sentence

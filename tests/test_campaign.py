@@ -157,6 +157,26 @@ def test_cli_rejects_a_bad_file_with_exit_2(tmp_path, capsys):
     assert err.startswith("batsched-ml: error:") and "unknown key 'wat'" in err and len(err.splitlines()) == 1
 
 
+def test_a_campaign_typo_gets_a_did_you_mean(tmp_path):
+    """``seed`` in [campaign] got only the list of valid keys (issue 40 §6)."""
+    with pytest.raises(CampaignError, match=re.escape("[campaign]: unknown key 'seed' (did you mean 'seeds'?)")):
+        load_campaign(write(tmp_path, HEAD.replace('name = "t"', 'name = "t"\nseed = [0, 1]') + CONFIGS))
+
+
+def test_every_problem_of_a_campaign_file_is_reported_at_once(tmp_path, capsys):
+    """One run names them all, on one line (it stopped at the first: three typos took three runs)."""
+    text = (HEAD.replace('name = "t"', 'name = "t"\nseed = [0, 1]\nmetrics = ["avebsld10", "mean_wiat"]') + CONFIGS
+            + "[configs.a]\npolcy = 'spf'\n[configs.b]\nscheduler = 'nope'\n")
+    path = write(tmp_path, text)
+    assert main(["campaign", "run", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"batsched-ml: error: {path}: 4 problems: ")
+    for part in ("unknown key 'seed' (did you mean 'seeds'?)", "[configs.a]: unknown key 'polcy' (did you mean "
+                 "'policy'?)", "[configs.b]", "'nope'", "unknown metric 'mean_wiat' (did you mean 'mean_wait'?)"):
+        assert part in err, part
+    assert not (tmp_path / "out").exists()
+
+
 # ---------------------------------------------------------------- engine
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
@@ -535,6 +555,7 @@ options = { period = 3000, n_estimators = 3, max_depth = 4 }
     assert easy["report"] is None and ci["report"] == "runs/KTH1k.w0.ci.s0_report.json"
     report_file = out / ci["report"]
     assert report_file.stat().st_size > 200_000
+    assert report_file.read_text().endswith("}\n")  # a text file ends its last line (issue 40 §6)
     assert len(json.loads(report_file.read_text())["classification"]["weekly"]) > 200  # no period dropped
     with open(out / "results.csv", newline="") as f:
         assert max(len(cell) for row in csv.reader(f) for cell in row) < 5_000

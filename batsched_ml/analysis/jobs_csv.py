@@ -148,7 +148,7 @@ def read_jobs_csv(path: PathLike) -> JobsTable:
                 raise ValueError(f"{path}: empty file, expected a Batsim jobs CSV header")
             missing = [c for c in JOBS_COLUMNS if c not in header]
             if missing:
-                raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+                raise ValueError(f"{path}: {_not_a_jobs_csv(header, missing)}")
             pos = {name: i for i, name in enumerate(header)}
             texts: dict = {name: [] for name in JOBS_COLUMNS
                            if name in _STR_COLUMNS or name in _DEFERRED_COLUMNS}
@@ -183,6 +183,17 @@ def read_jobs_csv(path: PathLike) -> JobsTable:
                 dtype = np.int64 if name in _INT_COLUMNS else np.float64
                 cols[name] = np.concatenate(chunks) if chunks else np.array([], dtype=dtype)
     return JobsTable(path=str(path), **cols)
+
+
+def _not_a_jobs_csv(header: list, missing: list) -> str:
+    """What a file without the jobs CSV's columns is, when its first line tells."""
+    first = ",".join(header).lstrip()
+    wanted = "a jobs CSV (the PREFIX_jobs.csv that `batsched-ml simulate` or Batsim writes)"
+    if first.startswith(("{", "[")):
+        return f"this is JSON (a Batsim workload?), not {wanted}"
+    if first.startswith(";"):
+        return f"this looks like an SWF trace, not {wanted}"
+    return f"missing column(s) {', '.join(missing)}: not {wanted}"
 
 
 def read_schedule(path: PathLike) -> dict:

@@ -40,12 +40,16 @@ def _run(args) -> int:
     for line in not_completed_warning(outcome.rows):
         log(line)
     if not args.no_report and outcome.rows:
+        import time
+
         from .report import write_report
 
+        log(f"writing the report in {results_dir / 'report'} (tables and figures of {len(outcome.rows)} runs)...")
+        started = time.monotonic()
         with keeping(f"{outcome.stored} of {outcome.tasks} tasks stored in {results_dir / 'results.csv'}, "
                      "the report unfinished; run the same command again to resume"):
             report = write_report(results_dir, results_dir / "report", log=log)
-        log(f"report: {report}")
+        log(f"report: {report} (written in {time.monotonic() - started:.1f} s)")
     if outcome.failed:
         log(f"{len(outcome.failed)} task(s) failed or timed out:")
         for line in outcome.failed:

@@ -47,10 +47,15 @@ class DeclaredPath:
 
 
 def check_keys(table: dict, valid, where: str) -> None:
-    """A :class:`CampaignError` naming the first key of ``table`` not in ``valid``."""
+    """A :class:`CampaignError` naming every key of ``table`` not in ``valid``, with the valid key
+    each one is probably a typo of."""
+    from ..config import did_you_mean
+
     unknown = [k for k in table if k not in valid]
     if unknown:
-        raise CampaignError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(valid)}")
+        named = ", ".join(f"{k!r}{did_you_mean(k, valid)}" for k in unknown)
+        raise CampaignError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {named}; valid keys: "
+                            f"{', '.join(valid)}")
 
 
 def as_table(value, where: str) -> dict:

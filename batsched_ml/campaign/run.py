@@ -127,7 +127,7 @@ def _row_identity(row: dict) -> tuple:
 def _write_report_file(results_dir: Path, row: dict) -> str:
     name = f"runs/{run_name(row['trace'], row['window'], row['config'], row['seed'])}{REPORT_SUFFIX}"
     (results_dir / "runs").mkdir(exist_ok=True)
-    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True), encoding="utf-8")
+    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return name
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import RunConfig, table_keys
+from ..config import RunConfig, did_you_mean, table_keys
 from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
 from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 
@@ -173,41 +173,66 @@ def load_campaign(path, traces_dir=None) -> Campaign:
         raise CampaignError(f"{path}: {exc}") from None
 
 
+class _Problems:
+    """Every problem of a campaign file, so that one run names them all (each in its own check;
+    what a later check needs from a failed one is left out of it)."""
+
+    def __init__(self):
+        self.found: list[str] = []
+
+    def check(self, fn, *args, default=None):
+        """``fn(*args)``, or ``default`` when it raises a :class:`CampaignError` (kept)."""
+        try:
+            return fn(*args)
+        except CampaignError as exc:
+            self.found.append(str(exc))
+            return default
+
+    def raise_any(self) -> None:
+        if len(self.found) == 1:
+            raise CampaignError(self.found[0])
+        if self.found:
+            raise CampaignError(f"{len(self.found)} problems: " + "; ".join(self.found))
+
+
 def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     from .results import metric_names
 
-    check_keys(data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
-    head = as_table(data.get("campaign", {}), "[campaign]")
-    check_keys(head, CAMPAIGN_KEYS, "[campaign]")
-    traces_t = as_table(data.get("traces", {}), "[traces]")
-    configs_t = as_table(data.get("configs", {}), "[configs]")
-    if not traces_t:
-        raise CampaignError("no trace: add a [traces.NAME] table")
-    if not configs_t:
-        raise CampaignError("no configuration: add a [configs.NAME] table")
-    traces = {n: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir) for n, t in traces_t.items()}
-    batsim = _batsim(head.get("batsim", 4), "[campaign] batsim")
-    configs = {n: _config(n, as_table(t, f"[configs.{n}]"), batsim) for n, t in configs_t.items()}
-    baseline = head.get("baseline", next(iter(configs)))
-    if baseline not in configs:
-        raise CampaignError(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs)}")
-    seeds = _seeds(head.get("seeds", [0]), "[campaign] seeds")
+    problems = _Problems()
+    problems.check(check_keys, data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
+    head = problems.check(as_table, data.get("campaign", {}), "[campaign]", default={})
+    problems.check(check_keys, head, CAMPAIGN_KEYS, "[campaign]")
+    traces_t = problems.check(as_table, data.get("traces", {}), "[traces]", default={})
+    configs_t = problems.check(as_table, data.get("configs", {}), "[configs]", default={})
+    if not traces_t and isinstance(data.get("traces", {}), dict):  # (not a table: said above)
+        problems.found.append("no trace: add a [traces.NAME] table")
+    if not configs_t and isinstance(data.get("configs", {}), dict):
+        problems.found.append("no configuration: add a [configs.NAME] table")
+    traces = {n: spec for n, t in traces_t.items()
+              if (spec := problems.check(lambda n=n, t=t: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir)))}
+    batsim = problems.check(_batsim, head.get("batsim", 4), "[campaign] batsim", default=4)
+    configs = {n: spec for n, t in configs_t.items()
+               if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"), batsim)))}
+    baseline = head.get("baseline", next(iter(configs_t), None))
+    if baseline is not None and baseline not in configs_t:
+        problems.found.append(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs_t)}")
+    seeds = problems.check(_seeds, head.get("seeds", [0]), "[campaign] seeds", default=(0,))
     metrics = head.get("metrics", DEFAULT_METRICS)
     valid = metric_names()
     if not isinstance(metrics, list) or not metrics:
-        raise CampaignError("[campaign] metrics must be a non-empty list of metric names")
-    for m in metrics:
-        if m not in valid:
-            raise CampaignError(f"[campaign] unknown metric {m!r}; valid: {', '.join(valid)}")
-    paper = paper_refs(data.get("paper", []), traces, configs)
-    for ref in paper:
-        if ref.metric not in valid:
-            raise CampaignError(f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}")
-    tables = table_specs(data.get("tables", []), configs)
+        problems.found.append("[campaign] metrics must be a non-empty list of metric names")
+        metrics = []
+    problems.found += [f"[campaign] unknown metric {m!r}{did_you_mean(str(m), valid)}; valid: {', '.join(valid)}"
+                       for m in metrics if m not in valid]
+    paper = problems.check(paper_refs, data.get("paper", []), traces, configs, default=[])
+    problems.found += [f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}"
+                       for ref in paper if ref.metric not in valid]
+    tables = problems.check(table_specs, data.get("tables", []), configs, default=[])
     timeout = head.get("task_timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0 or timeout == float("inf")):
-        raise CampaignError(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
+        problems.found.append(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
+    problems.raise_any()
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
                     description=str(head.get("description", "")), document=data,

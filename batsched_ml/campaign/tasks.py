@@ -166,7 +166,7 @@ def run_task(task: Task) -> dict:
            "key": task.key, "metrics": metrics}
     report = compact(complete_report(scheduler.report(), metrics))
     if report:  # a file next to the run's jobs CSV (results.csv only names it): it may be large
-        files[REPORT_SUFFIX] = json.dumps(report, indent=1, sort_keys=True, default=float).encode("utf-8")
+        files[REPORT_SUFFIX] = (json.dumps(report, indent=1, sort_keys=True, default=float) + "\n").encode("utf-8")
     return {"row": row, "files": files}
 
 

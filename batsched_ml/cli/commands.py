@@ -49,7 +49,7 @@ def cmd_simulate(args) -> int:
     from ..compose import build_scheduler
     from ..progress import ProgressReporter
     from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
-                              write_job_details, write_run_description)
+                              write_connected_description, write_job_details, write_run_description)
     from ..runner import simulate
     from ..simulator.lines import line_of
 
@@ -57,36 +57,40 @@ def cmd_simulate(args) -> int:
     line = line_of(getattr(args, "batsim", 4))
     if getattr(args, "export", None) is None:
         args.export = DEFAULT_EXPORT[line.major]
+    if line.major == 5:
+        _check_batsim5_flags(args)
     if args.connect:
         _refuse_scheduler_flags(args)
-        if line.major == 5:
-            raise ValueError("simulate --connect drives a Batsim 4.2.1 scheduler; with --batsim 5 run the scheduler "
-                             "in-process (no --connect)")
     else:
         config = run_config(args)
         scheduler = build_scheduler(config)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+
+    separator = line.file_separator
+
+    def describe_run():  # once the inputs are read and the CSVs open: never left alone
+        details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
+        if args.connect:
+            write_connected_description(args.connect, args.export, args.platform, args.workload,
+                                        bool(args.dynamic_jobs), line.name, separator)
+        else:
+            write_run_description(config, args.export, args.platform, args.workload, line.name, separator)
+
     try:
         if args.connect:
             from ..server.peer import simulate_connected
 
-            result = simulate_connected(args, progress=progress)
+            result = simulate_connected(args, progress=progress, on_start=describe_run)
             report = {}
         else:
-            separator = line.file_separator
-
-            def describe_run():  # once the inputs are read and the CSVs open: never left alone
-                details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
-                write_run_description(config, args.export, args.platform, args.workload, line.name, separator)
-
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
                                     progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run,
                                     batsim=line)
             report = scheduler.report()
             details.update(write_job_details(scheduler, args.export, separator))
             rejected = core.rejected
-            mark_run(details["run"], COMPLETE)
+        mark_run(details["run"], COMPLETE)
     except BaseException as exc:
         if "run" in details:
             try:
@@ -106,7 +110,7 @@ def cmd_simulate(args) -> int:
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
     files = {"jobs": result.jobs_csv, "schedule": result.schedule_file, **details}
-    if line.major == 5 and not args.connect:  # rc2's third file
+    if line.major == 5:  # rc2's third file
         files["real_exec_info"] = line.output(args.export, "real_exec_info.json")
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
@@ -155,6 +159,14 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
               "--enable-dynamic-jobs is given, as in Batsim", file=sys.stderr)
 
 
+def _check_batsim5_flags(args) -> None:
+    """``simulate --batsim 5``: Batsim 5 has no dynamic-jobs flag (the scheduler asks for dynamic
+    registration in its hello; in-process, when it requeues)."""
+    if args.dynamic_jobs is not None:
+        raise ValueError("--enable-dynamic-jobs is a Batsim 4.2.1 flag: under --batsim 5 the scheduler asks for "
+                         "dynamic registration in its hello (in-process: when it kills and requeues)")
+
+
 def cmd_serve(args) -> int:
     from ..compose import build_scheduler, run_label
     from ..server.serve import serve
@@ -181,11 +193,23 @@ def cmd_metrics(args) -> int:
 
     _warn_if_partial(args.jobs_csv)
     table = read_jobs_csv(args.jobs_csv)
+    _refuse_inconsistent(table, args.jobs_csv)
     metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
     # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
     metrics.update(run_figures(table, tuple(args.tau)))
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
+
+
+def _refuse_inconsistent(table, path) -> None:
+    """Figures of a file that is no schedule (a start before its submission...) would be wrong or NaN."""
+    from ..analysis.checker import inconsistencies
+
+    problems = inconsistencies(table)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"{path} is not a valid schedule: {problems[0]}{more}; `batsched-ml check {path}` "
+                         "lists every problem")
 
 
 def cmd_plot(args) -> int:

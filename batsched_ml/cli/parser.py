@@ -40,7 +40,10 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+        """``batsched-ml: error: ...`` as every other error (the README's promise), naming the
+        (sub)command whose help to read."""
+        program = self.prog.split()[0]
+        self.exit(2, f"{program}: error: {message} (see: {self.prog} --help)\n")
 
     def parse_known_args(self, args=None, namespace=None):
         """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
@@ -106,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
                    help="the Batsim line to behave like: 4 (4.2.1, the default until Batsim 5.0 is final) or 5 "
                    "(5.0.0-rc2: its timing, its workloads (DelayProfile; a 4.2.1 workload is read as its Batsim 5 "
-                   "conversion) and its outputs: jobs.csv, schedule.json)")
+                   "conversion) and its outputs: jobs.csv, schedule.json; with --connect, batprotocol JSON to the "
+                   "scheduler: init frame, its hello asks for the features, no --enable-dynamic-jobs)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
                    "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
     p.add_argument("--quiet", action="store_true",
@@ -130,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
     p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
+    p.add_argument("--batsim", choices=("4", "5"), default=None,
+                   help="which Batsim connects: 4 (4.2.1, JSON messages, batsim -s ENDPOINT) or 5 (batprotocol "
+                   "JSON, batsim --edc-socket-str ENDPOINT INIT); default: recognised by Batsim's first message")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 
@@ -143,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="machine size, for utilisation (default: the largest core id used + 1)")
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
+    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs")
     p.add_argument("jobs_csv", nargs="+", help="one or more PREFIX_jobs.csv files, one curve each")
     p.add_argument("-o", "--output", required=True, help="image file (format from the suffix: .png, .pdf, .svg)")
     p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",

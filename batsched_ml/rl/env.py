@@ -12,8 +12,9 @@ and ``simulate`` read.
 
 **Observation, action, reward**: ``observation`` (the oldest ``window`` queued jobs' features
 and the machine, in [0, 1]), a slot of that window (``action_mask`` in ``info`` and
-``action_masks()``: the slots that hold a job; any other action is never executed -- the
-oldest job is started instead and ``info["invalid_action"]`` says so), ``reward``
+``action_masks()``: the slots that hold a job; a slot without a job is never executed -- the
+oldest job is started instead and ``info["invalid_action"]`` says so; an action outside
+``action_space`` raises ValueError), ``reward``
 (``-AVEbsld`` at the end by default).
 
 **Two cores, one schedule.** By default an episode runs in the lean core (``lean``): the same
@@ -65,7 +66,8 @@ class SchedulingEnv(gym.Env):
 
     ``workload``: an SWF trace, a Batsim JSON workload (path or dict) or ``lublin:CORES``;
     ``platform``: the machine (a core count or a SimGrid XML; default the trace's size);
-    ``sequence_length`` jobs per episode (1,024), starting within ``start_range`` (fractions of
+    ``sequence_length`` jobs per episode (default 1,024, or all the jobs of the start range when
+    the trace has fewer, as the bundled 1,000-job sample), starting within ``start_range`` (fractions of
     the trace); ``window`` action slots (128, as RLScheduler); ``backfill``: ``none`` or
     ``easy``; ``reward`` and ``tau`` (see ``reward``); ``predictor``: a runtime predictor plugin
     whose estimates the agent sees instead of the requested times; ``output_prefix``: write
@@ -80,7 +82,7 @@ class SchedulingEnv(gym.Env):
     metadata = {"render_modes": []}
     MAX_RESAMPLES = 100  # a drawn sequence where no job ever waits beside another has no decision
 
-    def __init__(self, workload, platform=None, *, sequence_length: int = 1024, start_range=(0.0, 1.0),
+    def __init__(self, workload, platform=None, *, sequence_length: int | None = None, start_range=(0.0, 1.0),
                  window: int = 128, backfill: str = "none", reward: str = "bsld", tau: float = 10.0,
                  predictor: str | None = None, output_prefix: str | None = None, simulator: str = "lean"):
         nb_cores = _machine_size(platform)
@@ -124,9 +126,10 @@ class SchedulingEnv(gym.Env):
         lean = self._lean
         if lean is None and (self._run is None or self._run.dead):
             raise RuntimeError("the episode is over (or never began): call reset()")
+        if type(action) is not int or not 0 <= action < self.window:
+            action = self._in_action_space(action)
         self._steps += 1
-        action = int(action)
-        invalid = not (0 <= action < self.window and self._mask[action])
+        invalid = not self._mask[action]
         if lean is not None:
             event = ("decision",) if lean.advance(action) else ("end",)
         else:
@@ -139,6 +142,14 @@ class SchedulingEnv(gym.Env):
         reward, self._carry = reward + self._carry, 0.0
         info["invalid_action"] = invalid
         return obs, reward, terminated, truncated, info
+
+    def _in_action_space(self, action) -> int:
+        """``action`` as a slot, or ValueError: Gymnasium's contract is an action of ``action_space``
+        (a NumPy integer is one, 2.7 and slot 999 of a 128-slot window are not)."""
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {action!r} is not in the action space {self.action_space} "
+                             f"(a slot 0..{self.window - 1})")
+        return int(action)
 
     def window_features(self) -> np.ndarray:
         """The float64 scoring features (``policies.network.FEATURES``) of the current decision's

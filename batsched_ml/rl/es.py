@@ -74,6 +74,7 @@ class ESState:
     cpu_time: float = 0.0
     simulated_jobs: int = 0
     simulated_sequences: int = 0
+    workload_file: str | None = None  # the workload's absolute path (a file): the same trace by another path resumes
 
 
 def checkpoint_path(output) -> Path:
@@ -97,7 +98,7 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
         np.random.seed(config.seed)  # cma draws from numpy's global generator
         es = cma.CMAEvolutionStrategy(np.zeros(shape.nb_parameters), config.sigma,
                                       {"popsize": config.population, "seed": config.seed + 1, "verbose": -9})
-        state = ESState(config, es, np.random.get_state())
+        state = ESState(config, es, np.random.get_state(), workload_file=_file_of(config.workload))
     else:
         state.config = config
         if log is not None:
@@ -194,9 +195,25 @@ def _load(path: Path, config: ESConfig) -> ESState | None:
         raise ValueError(f"{path}: not a readable train-policy checkpoint ({exc}); delete it or pass --restart") from None
     if not isinstance(state, ESState):
         raise ValueError(f"{path}: not a train-policy (es) checkpoint; delete it or pass --restart")
-    if replace(state.config, generations=config.generations) != config:  # more generations: resume, extend
+    # more generations resume and extend the run; the same trace may be named by another path
+    same_workload = _same_workload(state, config.workload)
+    if replace(state.config, generations=config.generations, workload=config.workload) != config or not same_workload:
         old, new = asdict(state.config), asdict(config)
-        diff = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in new if old.get(k) != new[k])
+        diff = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in new if old.get(k) != new[k]
+                         and k != "generations" and (k != "workload" or not same_workload))
         raise ValueError(f"{path} was made with other settings ({diff}): run with those, or pass --restart "
                          "to start over")
     return state
+
+
+def _file_of(workload: str) -> str | None:
+    path = Path(workload)
+    return str(path.resolve()) if path.is_file() else None
+
+
+def _same_workload(state: ESState, workload: str) -> bool:
+    """The checkpoint's trace: the same spec, or the same file by another path."""
+    if state.config.workload == workload:
+        return True
+    made_on = getattr(state, "workload_file", None) or _file_of(state.config.workload)  # older checkpoints
+    return made_on is not None and made_on == _file_of(workload)

@@ -106,6 +106,15 @@ def export(model, hidden: tuple) -> ScoringNetwork:
     return ScoringNetwork(layers, FEATURES)
 
 
+def step_progress(timesteps: int, already: int, enabled: bool, stream=None):
+    """PPO's progress in environment steps: a bar on a terminal, a status line every 30 s in a log
+    (a carriage-return bar there wrote a hundred updates into one line)."""
+    from ..progress import TaskProgress
+
+    return TaskProgress.for_cli(timesteps, "train-policy (ppo)", enabled=enabled, stream=stream, unit="step",
+                                initial=min(already, timesteps))
+
+
 def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = False, progress: bool = True,
               log=None) -> ScoringNetwork:
     _require()
@@ -155,23 +164,18 @@ def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = Fal
             self.last = model.num_timesteps
 
         def _on_training_start(self):
-            if progress:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=config.timesteps, initial=min(already, config.timesteps), unit="step",
-                                desc="train-policy (ppo)", leave=False)
+            self.bar = step_progress(config.timesteps, already, progress)
+            self.bar.start()
 
         def _on_step(self) -> bool:
-            if self.bar is not None:
-                self.bar.update(self.training_env.num_envs)
+            self.bar.advance(self.training_env.num_envs)
             if self.num_timesteps - self.last >= config.checkpoint_every:
                 self.last = self.num_timesteps
                 save()
             return True
 
         def _on_training_end(self):
-            if self.bar is not None:
-                self.bar.close()
+            self.bar.close()
 
     def save():
         model.save(model_path)

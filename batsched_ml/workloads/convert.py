@@ -181,6 +181,11 @@ def swf_to_workload(
     subtime = submit - submit[0] if len(submit) else submit
 
     warnings = []
+    announced = trace.announced_jobs()
+    if announced is not None and announced != len(j) + len(trace.bad_lines):
+        warnings.append(f"the header announces {announced:,} jobs (MaxJobs less the jobs its cleaning removed) "
+                        f"but the file holds {len(j) + len(trace.bad_lines):,} job lines: is it cut (an "
+                        "incomplete download)?")
     if not len(k):
         warnings.append("no job kept, the workload is empty")
     if len(subtime) and subtime.min() < 0:
