@@ -93,11 +93,17 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
-    acknowledged = line.major == 5 and dynamic_jobs
+    profile_reuse = acknowledged = False
+    if line.major == 5:  # the features serve --batsim 5 asks for in its hello
+        from .protocol.v5.handshake import features_for
+
+        features = features_for(dynamic_jobs)
+        dynamic_jobs, profile_reuse = features.dynamic_registration, features.profile_reuse
+        acknowledged = features.acknowledge_dynamic_jobs
     exact = latency is not None and latency == NO_LATENCY
     core = DecisionCore(scheduler, call_margin=EXACT_CALL_MARGIN if exact else CALL_MARGIN)
-    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress,
-                    latency=BATSIM_LATENCY if latency is None else latency, line=line,
+    sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, profile_reuse=profile_reuse,
+                    progress=progress, latency=BATSIM_LATENCY if latency is None else latency, line=line,
                     acknowledge_dynamic_jobs=acknowledged)
     result = sim.run(in_process(core, acknowledged), prefix=None if prefix is None else str(prefix),
                      on_start=on_start)

@@ -518,6 +518,20 @@ def test_profiles_batsim5_cannot_run_are_one_line(tmp_path, capsys):
     assert code == 2 and "'delay' must be a strictly positive number" in capsys.readouterr().err
 
 
+def test_a_job_without_walltime_converts_to_one_without_the_member():
+    """4.2.1's ``walltime: -1`` (none) is refused by Batsim 5, which wants the member left out."""
+    from batsched_ml.workloads import validate_workload
+    from batsched_ml.workloads.batsim5 import to_v5, typed_job
+
+    v4 = {"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "walltime": -1, "res": 1, "profile": "p", "user": 7}],
+          "profiles": {"p": {"type": "delay", "delay": 10}}}
+    v5 = to_v5(v4)
+    assert v5["jobs"] == [{"id": 1, "subtime": 0, "res": 1, "profile": "p", "extra_data": {"user": 7}}]
+    validate_workload(v5)
+    assert typed_job("w0!1", v5["jobs"][0]) == {"id": "w0!1", "subtime": 0, "walltime": -1, "res": 1, "profile": "p",
+                                                "user": 7}
+
+
 def test_batsim4_names_a_batsim5_workload():
     with pytest.raises(SimulationError, match="simulate with --batsim 5"):
         simulate(4, _one_job(), build_scheduler("fcfs"))
@@ -546,6 +560,27 @@ def test_simulate_writes_rc2s_files_under_its_prefix_rules(tmp_path, capsys, mon
     assert cli.main(base) == 0
     assert (tmp_path / "out" / "jobs.csv").is_file() and (tmp_path / "out" / "schedule.json").is_file()
     capsys.readouterr()
+
+
+def test_simulate_connect_batsim5_writes_rc2s_files_and_refuses_batsim4s_flag(tmp_path, capsys):
+    """``simulate --connect --batsim 5`` is the same Batsim 5 mode over a socket: rc2's files under
+    rc2's prefix rule, a run description naming the scheduler and the line; Batsim 4.2.1's
+    ``--enable-dynamic-jobs`` is one line (the scheduler's hello asks for dynamic registration)."""
+    from test_server import ServerThread
+
+    endpoint = f"ipc://{tmp_path}/s.ipc"
+    server = ServerThread(build_scheduler("easy"), endpoint, timeout=20.0, batsim="5")
+    base = ["simulate", "--batsim", "5", "-p", str(PLATFORM16), "-w", str(V5 / "tiny.v5.json"), "--quiet"]
+    assert cli.main([*base, "-e", f"{tmp_path}/c/", "--connect", endpoint, "--timeout", "20"]) == 0
+    assert server.join() == 0, server.errors
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["jobs.csv", "real_exec_info.json", "run.json",
+                                                                 "schedule.json"]
+    run = json.loads((tmp_path / "c" / "run.json").read_text())
+    assert (run["batsim"], run["connect"], run["status"]) == ("5.0.0-rc2", endpoint, "complete")
+    assert cli.main([*base, "-e", f"{tmp_path}/d/", "--connect", endpoint, "--enable-dynamic-jobs"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--enable-dynamic-jobs is a Batsim 4.2.1 flag" in err[0]
+    assert not (tmp_path / "d").exists()
 
 
 def test_metrics_check_and_plot_read_batsim5_outputs(tmp_path, capsys):

@@ -256,7 +256,7 @@ class BatsimServer:
         """A waiter actor sleeps until the call's date (at least 10 us), then tells the server.
         4.2.1 aborts on a date not in the future; rc2, asked a date already reached, answers at once."""
         line = self.line
-        at = self.platform.read_date(line.call_date(d.at))
+        at = self.platform.read_date(checks.call_date(line, d.at))
         if not line.whole_call_dates:
             checks.check_call_later(at, t, d.at)
         self.waiters += 1

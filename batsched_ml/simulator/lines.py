@@ -13,9 +13,11 @@ recorded with the real rc2, ``golden-v5/transcripts``, and rc2's ``src/``):
 * **calls**: 4.2.1 takes CALL_ME_LATER's date as sent and aborts unless it is in the future; rc2
   takes a whole number of seconds or milliseconds (the v5 codec asks whole seconds when the date
   is one, else milliseconds rounded up) and answers a date already reached at once;
-* **replies**: 4.2.1 aborts on a reply dated before its message; rc2 checks only that the
-  decisions are dated in order and at most the reply's ``now`` (a JSON scheduler echoing the 12
-  decimals rc2 printed is often a sliver early; a sliver late, rc2 waits for it);
+* **replies**: 4.2.1 aborts on a reply dated before its message; rc2 checks only that each
+  decision is dated at most the reply's ``now`` and at least the first decision's (a JSON
+  scheduler echoing the 12 decimals rc2 printed is often a sliver early; a sliver late, rc2 waits
+  for it: ``simulate --connect --batsim 5`` prints its dates as rc2 does, the in-process run
+  passes the exact doubles, as rc2 does to a library scheduler);
 * **registered jobs**: 4.2.1 submits them at their ``subtime``; rc2 at the date it reads the
   registration, and answers with a JobSubmittedEvent when the scheduler asked for
   ``acknowledge_dynamic_jobs``; a profile may be named ``workload!name``;
@@ -30,17 +32,11 @@ profiles keep their 4.2.1 form (``{"type": "delay"}`` for a DelayProfile).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from ..protocol.v5.forms import at_of_call, call_time
+
 __all__ = ["BATSIM_4", "BATSIM_5", "LINES", "BatsimLine", "line_of"]
-
-
-def _whole_call_date(at: float) -> float:
-    """The date rc2 is asked for (a OneShot is an integer time in seconds or milliseconds)."""
-    if at == int(at):
-        return float(at)
-    return math.ceil(at * 1000) / 1e3
 
 
 @dataclass(frozen=True)
@@ -65,8 +61,9 @@ class BatsimLine:
         return EventPlatform(latency)
 
     def call_date(self, at: float) -> float:
-        """The date a CALL_ME_LATER at ``at`` asks this Batsim for."""
-        return _whole_call_date(at) if self.whole_call_dates else at
+        """The date a CALL_ME_LATER at ``at`` asks this Batsim for: under rc2, the OneShot the v5
+        codec writes for it (``forms.call_time``), as rc2 reads it back (``forms.at_of_call``)."""
+        return at_of_call(*call_time(at)) if self.whole_call_dates else at
 
     def output(self, prefix: str, name: str) -> str:
         """The path of one output file (``jobs.csv``, ``schedule.csv``...) for an export prefix."""

@@ -11,14 +11,16 @@ SWF ``user``...) reach the scheduler only from ``extra_data``. So:
   4.2.1 one (a ``delay`` profile gives it away) as :func:`to_v5` converts it, so a study moves to
   Batsim 5 with its workloads unchanged and its schedulers still see ``user``;
 * :func:`typed_profiles` and :func:`typed_job` give the forms the decision core reads (4.2.1's,
-  what the v5 codec decodes from rc2's events), and refuse in one line the profile types the
-  embedded simulator cannot run.
+  what the v5 codec decodes from rc2's events: ``protocol.v5.forms``), and refuse in one line the
+  profiles Batsim 5 would refuse (``protocol.descriptions``) or the embedded simulator cannot run.
 """
 
 from __future__ import annotations
 
-import json
-
+from ..protocol.descriptions import check_profile_description
+from ..protocol.members import Invalid
+from ..protocol.v5 import forms as v5_forms
+from ..protocol.v5.forms import profile_from_v5
 from .loader import WorkloadError
 
 __all__ = ["DELAY_PROFILE", "as_v5", "is_v4_workload", "to_v5", "typed_job", "typed_profiles"]
@@ -47,6 +49,8 @@ def to_v5(workload: dict, name: str = "<workload>") -> dict:
 
 def _v5_job(job: dict, name: str) -> dict:
     out = {key: job[key] for key in _JOB_MEMBERS if key in job}
+    if out.get("walltime", -1) in (-1, None):  # 4.2.1's "no walltime"; Batsim 5 wants the member left out
+        out.pop("walltime", None)
     others = {key: value for key, value in job.items() if key not in _JOB_MEMBERS and key != "extra_data"}
     extra = job.get("extra_data")
     if others:
@@ -65,38 +69,25 @@ def as_v5(workload: dict, name: str = "<workload>") -> dict:
 
 
 def typed_profiles(workload: dict, name: str = "<workload>") -> dict:
-    """A Batsim 5 workload's profiles in the form the decision core reads (``{"type": "delay"}``);
-    a profile type the embedded simulator cannot run, or a delay rc2 refuses, is one line."""
+    """A Batsim 5 workload's profiles in the form the decision core reads (``{"type": "delay"}``,
+    ``forms.profile_from_v5``); a profile Batsim 5 refuses (``descriptions``' rules) or that the
+    embedded simulator cannot run is one line."""
     out = {}
     for pname, profile in workload.get("profiles", {}).items():
-        kind = profile.get("type")
+        try:
+            check_profile_description(profile, batsim=5)
+        except Invalid as problem:
+            raise WorkloadError(f"{name}: profile {pname!r}: {problem}") from None
+        kind = profile["type"]
         if kind != DELAY_PROFILE:
             raise WorkloadError(f"{name}: profile {pname!r} has type {kind!r}: the embedded simulator runs "
                                 f"{DELAY_PROFILE} profiles only (run the real Batsim 5 for the others)")
-        delay = profile.get("delay")
-        if not (isinstance(delay, (int, float)) and not isinstance(delay, bool) and delay > 0):
-            raise WorkloadError(f"{name}: profile {pname!r}: Batsim 5 needs a positive 'delay', got {delay!r}")
-        out[pname] = {**profile, "type": "delay"}
+        out[pname] = profile_from_v5(kind, {key: value for key, value in profile.items() if key != "type"})
     return out
 
 
 def typed_job(job_id: str, job: dict) -> dict:
-    """What the scheduler reads of a Batsim 5 workload job: its id, times, size and profile
-    (``walltime`` -1 when it has none), and the members of its ``extra_data`` object (a text
-    that is not one stays ``extra_data``)."""
-    walltime = job.get("walltime", -1)
-    data = {"id": job_id, "subtime": job["subtime"], "walltime": -1 if walltime is None else walltime,
-            "res": job["res"], "profile": job["profile"]}
-    extra = job.get("extra_data")
-    if isinstance(extra, str):
-        try:
-            parsed = json.loads(extra) if extra.lstrip().startswith("{") else None
-        except ValueError:
-            parsed = None
-        extra = parsed if isinstance(parsed, dict) else (extra or None)
-    if isinstance(extra, dict):
-        for key, value in extra.items():
-            data.setdefault(key, value)
-    elif extra is not None:
-        data["extra_data"] = extra if isinstance(extra, str) else json.dumps(extra, separators=(",", ":"))
-    return data
+    """What the scheduler reads of a Batsim 5 workload job (``forms.typed_job``: what the v5 codec
+    decodes from rc2's JobSubmittedEvent for it)."""
+    return v5_forms.typed_job(job_id, job["subtime"], job.get("walltime"), job["res"], job["profile"],
+                              job.get("extra_data"))
