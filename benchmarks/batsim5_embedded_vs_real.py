@@ -104,19 +104,27 @@ def main(argv=None) -> int:
                 failed += 1
                 continue
             ours = tmp / f"{name}-embedded" / "jobs.csv"
-            worst, off, states, unpaired = compare(jobs_of(tmp / f"{name}-real" / "jobs.csv"), jobs_of(ours),
-                                                   args.tolerance)
+            real_csv = tmp / f"{name}-real" / "jobs.csv"
+            worst, off, states, unpaired = compare(jobs_of(real_csv), jobs_of(ours), args.tolerance)
             rows = ours.read_bytes().splitlines()
-            other = (tmp / f"{name}-connected" / "jobs.csv").read_bytes().splitlines()
-            differing = sum(a != b for a, b in zip(rows, other)) + abs(len(rows) - len(other))
+            differing = rows_differing(rows, (tmp / f"{name}-connected" / "jobs.csv").read_bytes().splitlines())
             ok = off == states == unpaired == differing == 0
             failed += not ok
             print(f"{name}: rc2 + serve vs embedded: largest start difference {worst:.2e} s, {off} starts over "
-                  f"{args.tolerance:g} s, {states} final states differ, {unpaired} jobs in one file only; "
-                  f"connected vs embedded: {'byte for byte' if differing == 0 else f'{differing} rows differ'} "
-                  f"({len(rows) - 1} jobs); wall: rc2 + serve {real['total']:.1f} s, embedded {embedded_wall:.1f} s, "
-                  f"connected {connected_wall:.1f} s: {'SAME' if ok else 'DIFFERENT'}", flush=True)
+                  f"{args.tolerance:g} s, {states} final states differ, {unpaired} jobs in one file only, "
+                  f"{same_bytes(rows_differing(rows, real_csv.read_bytes().splitlines()))}; connected vs embedded: "
+                  f"{same_bytes(differing)} ({len(rows) - 1} jobs); wall: rc2 + serve {real['total']:.1f} s, "
+                  f"embedded {embedded_wall:.1f} s, connected {connected_wall:.1f} s: {'SAME' if ok else 'DIFFERENT'}",
+                  flush=True)
     return 1 if failed else 0
+
+
+def rows_differing(rows: list, other: list) -> int:
+    return sum(a != b for a, b in zip(rows, other)) + abs(len(rows) - len(other))
+
+
+def same_bytes(differing: int) -> str:
+    return "byte for byte" if differing == 0 else f"{differing} rows differ"
 
 
 def simulate(argv: list) -> str:

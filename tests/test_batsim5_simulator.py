@@ -19,6 +19,7 @@ from batsched_ml.api import QUEUED, Scheduler
 from batsched_ml.core.decision_core import DecisionCore
 from batsched_ml.protocol import events as ev
 from batsched_ml.protocol.coreset import CoreSet
+from batsched_ml.protocol.v5.envelope import printed  # a date as rc2 prints it in JSON, read back
 from batsched_ml.runner import build_scheduler, load_inputs, simulate
 from batsched_ml.simulator.actors import Latency
 from batsched_ml.simulator.engine import BATSIM_5, SimulationError, Simulator
@@ -41,11 +42,6 @@ def _frames(name):
     return [json.loads(line) for line in (GOLDEN5 / "frames" / f"{name}.frames.jsonl").read_text().splitlines()]
 
 
-def _printed(x: float) -> float:
-    """A date as Batsim 5 prints it in JSON (12 decimals), read back."""
-    return float(f"{x:.12f}")
-
-
 class Recorder:
     """Wraps a scheduler callable, keeps each message as Batsim 5 would name it, and dates the
     reply as a JSON-mode EDC does: it read ``now`` from the 12 decimals rc2 printed and echoes
@@ -58,7 +54,7 @@ class Recorder:
         self.frames.append({"now": now, "events": [
             [e.timestamp, EVENT_NAMES[type(e)], getattr(e, "job_id", None) or ",".join(getattr(e, "job_ids", []))]
             for e in events]})
-        read = _printed(now)
+        read = printed(now)
         _, decisions = self.scheduler(read, events)
         return read, [replace(d, timestamp=read) for d in decisions]
 
@@ -70,8 +66,8 @@ def _assert_same_frames(ours, gold):
         # a RequestedCallEvent names its call (the typed event does not): compare the types only
         assert [e[1:] for e in o["events"]] == [[e[1], "" if e[1] == "RequestedCallEvent" else e[2]]
                                                 for e in g["events"]], i
-        assert _printed(o["now"]) == g["now"], (i, o, g)
-        assert [_printed(a[0]) for a in o["events"]] == [b[0] for b in g["events"]], (i, o, g)
+        assert printed(o["now"]) == g["now"], (i, o, g)
+        assert [printed(a[0]) for a in o["events"]] == [b[0] for b in g["events"]], (i, o, g)
 
 
 def _no_version(path):
@@ -192,7 +188,7 @@ def test_tiny_fcfs_dates_are_rc2s_to_the_last_bit():
         return now, core.handle(now, events)
 
     Simulator(nb, loaded, host_names=names, line=BATSIM_5).run(exchange)
-    gold = [json.loads(line) for line in (GOLDEN5 / "frames" / "process-edc-fcfs-binary.frames.jsonl").read_text().splitlines()]
+    gold = _frames("process-edc-fcfs-binary")
     assert frames == [[f["now"], [[float.fromhex(ts).hex(), kind] for ts, kind in f["events"]]] for f in gold]
 
 
@@ -507,7 +503,8 @@ def test_calls_are_at_whole_milliseconds_and_a_date_reached_is_answered_at_once(
 
 def test_profiles_batsim5_cannot_run_are_one_line(tmp_path, capsys):
     workload = tmp_path / "w.json"
-    workload.write_text(json.dumps({**_one_job(), "profiles": {"p": {"type": "ParallelTaskProfile", "cpu": [1], "com": [0]}}}))
+    parallel = {"type": "ParallelTaskProfile", "cpu": [1], "com": [0]}
+    workload.write_text(json.dumps({**_one_job(), "profiles": {"p": parallel}}))
     code = cli.main(["simulate", "--batsim", "5", "-p", str(PLATFORM16), "-w", str(workload), "-e", f"{tmp_path}/",
                      "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -17,7 +17,7 @@ SWF ``user``...) reach the scheduler only from ``extra_data``. So:
 
 from __future__ import annotations
 
-from ..protocol.descriptions import check_profile_description
+from ..protocol.descriptions import check_profile_description, workload_line
 from ..protocol.members import Invalid
 from ..protocol.v5 import forms as v5_forms
 from ..protocol.v5.forms import profile_from_v5
@@ -30,8 +30,13 @@ _JOB_MEMBERS = ("id", "subtime", "walltime", "res", "profile")  # what rc2 reads
 
 
 def is_v4_workload(workload: dict) -> bool:
-    """True when a profile has a 4.2.1 type name (``delay``): Batsim 5 would refuse the file."""
-    return any(isinstance(p, dict) and p.get("type") == "delay" for p in workload.get("profiles", {}).values())
+    """True when its profiles have 4.2.1's type names (``delay``...: ``descriptions.workload_line``):
+    Batsim 5 would refuse the file. A workload mixing both lines' names is not (the rules refuse it)."""
+    profiles = workload.get("profiles", {})
+    try:
+        return bool(profiles) and workload_line(profiles) == 4
+    except Invalid:
+        return False
 
 
 def to_v5(workload: dict, name: str = "<workload>") -> dict:

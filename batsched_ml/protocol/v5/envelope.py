@@ -5,9 +5,9 @@ The rules are batprotocol's (``docs/protocol.rst``): ``now`` is a number, every 
 type in ``event_type`` (written before ``event``, as the flatbuffers JSON parser needs). What
 rc2's code checks of a reply is less (src/protocol.cpp, ``parse_batprotocol_message``): each
 timestamp at most ``now`` and at least the first event's; the reply's ``now`` is never compared
-with the message's (a JSON scheduler echoing the 12 decimals rc2 prints is often a sliver early). Batsim
-ends every message it sends with one NUL byte (it sends ``strlen + 1`` bytes); a reply may carry
-one too (Batsim's C++ message builder adds it; rc2 adds its own when it reads).
+with the message's (a JSON scheduler echoing the 12 decimals rc2 prints is often a sliver early).
+Batsim ends every message it sends with one NUL byte (it sends ``strlen + 1`` bytes); a reply may
+carry one too (Batsim's C++ message builder adds it; rc2 adds its own when it reads).
 """
 
 from __future__ import annotations
