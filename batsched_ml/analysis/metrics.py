@@ -27,8 +27,10 @@ from .jobs_csv import (  # noqa: F401 - the reading side, importable from here a
     REJECTED,
     JobsTable,
     read_jobs_csv,
+    read_schedule,
     read_schedule_csv,
     schedule_csv_for,
+    schedule_file_for,
 )
 
 
@@ -224,9 +226,9 @@ def compute_metrics(source: Source, taus: Sequence[float] = (10.0, 60.0),
     positive_int(nb_cores, "nb_cores", "machine size", allow_none=True)
     r, path = _as_records(source)
     if nb_cores is None and path is not None:
-        schedule = schedule_csv_for(path)
+        schedule = schedule_file_for(path)
         if schedule is not None:
-            nb_cores = read_schedule_csv(schedule).get("nb_computing_machines")
+            nb_cores = read_schedule(schedule).get("nb_computing_machines")
     state = r.final_state
     m: dict = {
         "jobs": len(r),

@@ -50,8 +50,10 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                     run_config = config.config.replace(seed=seed)
                     tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
                                       config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
-                                      platform=inp.platform, key=task_key(inp.digest, run_config, version),
-                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout, run_config=run_config))
+                                      platform=inp.platform,
+                                      key=task_key(inp.digest, run_config, version, config.batsim),
+                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout, run_config=run_config,
+                                      batsim=config.batsim))
     return tasks
 
 

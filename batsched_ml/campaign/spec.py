@@ -21,7 +21,8 @@ from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 __all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "config_argv",
            "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
 
-CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
+CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout", "batsim")
+BATSIM_LINES = (4, 5)  # ``batsim``: the Batsim line a config's runs follow (4.2.1, 5.0.0-rc2)
 TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title")
 STATISTICS = ("mean", "median", "min", "max")
 PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
@@ -29,8 +30,9 @@ PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
 
 def config_keys() -> list[str]:
     """Every run-setting key a ``[configs.NAME]`` table accepts (besides ``axes``, ``extends``,
-    ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs."""
-    return table_keys() + ["seeds"]
+    ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs; ``batsim``: the
+    Batsim line its runs follow (``simulate --batsim``; default the campaign's, else 4)."""
+    return table_keys() + ["seeds", "batsim"]
 
 
 def config_argv(table: dict, where: str) -> tuple[str, ...]:
@@ -38,7 +40,7 @@ def config_argv(table: dict, where: str) -> tuple[str, ...]:
     ``seeds`` pick runs and are no flag."""
     from ..config import ConfigError
 
-    settings = {k: v for k, v in table.items() if k not in ("axes", "seeds")}
+    settings = {k: v for k, v in table.items() if k not in ("axes", "seeds", "batsim")}
     try:
         return RunConfig.from_table(settings, where).argv(list(settings))
     except ConfigError as exc:
@@ -53,6 +55,7 @@ class ConfigSpec:
     config: RunConfig        # resolved (validated, the scheduler's defaults filled in), seed 0
     axes: dict = field(default_factory=dict)  # {axis: label}: its place in the report's tables
     seeds: tuple[int, ...] | None = None  # the config's own seeds (None: the campaign's)
+    batsim: int = 4  # the Batsim line its runs follow (``simulate --batsim``)
 
     @property
     def command(self) -> str:
@@ -207,8 +210,9 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
         problems.found.append("no configuration: add a [configs.NAME] table")
     traces = {n: spec for n, t in traces_t.items()
               if (spec := problems.check(lambda n=n, t=t: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir)))}
+    batsim = problems.check(_batsim, head.get("batsim", 4), "[campaign] batsim", default=4)
     configs = {n: spec for n, t in configs_t.items()
-               if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"))))}
+               if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"), batsim)))}
     baseline = head.get("baseline", next(iter(configs_t), None))
     if baseline is not None and baseline not in configs_t:
         problems.found.append(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs_t)}")
@@ -275,9 +279,16 @@ def _seeds(seeds, where: str) -> tuple[int, ...] | None:
     return tuple(seeds)
 
 
-def _config(name: str, table: dict) -> ConfigSpec:
+def _batsim(value, where: str) -> int:
+    if isinstance(value, bool) or value not in BATSIM_LINES:
+        raise CampaignError(f"{where} must be 4 (Batsim 4.2.1) or 5 (Batsim 5.0.0-rc2), not {value!r}")
+    return int(value)
+
+
+def _config(name: str, table: dict, batsim: int = 4) -> ConfigSpec:
     """A ``[configs.NAME]`` table as a resolved :class:`RunConfig`, built once so that an unknown
-    plugin or option fails now, not in every task."""
+    plugin or option fails now, not in every task; ``batsim``: the campaign's Batsim line, which
+    the table's own ``batsim`` overrides."""
     import warnings
 
     from ..compose import build_scheduler, resolve
@@ -287,8 +298,9 @@ def _config(name: str, table: dict) -> ConfigSpec:
     if not isinstance(axes, dict) or not all(isinstance(v, str) for v in axes.values()):
         raise CampaignError(f"{where}: axes must be a table of labels, e.g. axes = {{ policy = \"fcfs\" }}")
     seeds = _seeds(table.get("seeds"), f"{where} seeds")
-    table = {k: v for k, v in table.items() if k != "seeds"}
-    argv = config_argv(table, where)
+    batsim = _batsim(table.get("batsim", batsim), f"{where} batsim")
+    table = {k: v for k, v in table.items() if k not in ("seeds", "batsim")}
+    argv = config_argv(table, where) + (("--batsim", "5") if batsim == 5 else ())
     settings = {k: v for k, v in table.items() if k != "axes"}
     try:
         config = resolve(RunConfig.from_table(settings, where))
@@ -300,4 +312,4 @@ def _config(name: str, table: dict) -> ConfigSpec:
     except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
         text = " ".join(str(exc).split())
         raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
-    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds)
+    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds, batsim)

@@ -46,6 +46,7 @@ class Task:
     nb_jobs: int = 0
     timeout: float | None = None  # seconds; not in the key: a limit does not change a finished run
     run_config: RunConfig | None = None  # what is simulated (resolved, with this task's seed)
+    batsim: int = 4  # the Batsim line followed (``simulate --batsim``)
 
     @property
     def label(self) -> str:
@@ -88,9 +89,13 @@ def code_version() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def task_key(input_digest: str, config: RunConfig, version: str) -> str:
-    """Cache key: the simulated files, the resolved configuration (seed included) and the code version."""
-    text = json.dumps({"inputs": input_digest, "config": config.to_dict(), "version": version}, sort_keys=True)
+def task_key(input_digest: str, config: RunConfig, version: str, batsim: int = 4) -> str:
+    """Cache key: the simulated files, the resolved configuration (seed included), the Batsim line
+    (a Batsim 4.2.1 run's key is the one it had before there were two) and the code version."""
+    identity = {"inputs": input_digest, "config": config.to_dict(), "version": version}
+    if batsim != 4:
+        identity["batsim"] = batsim
+    text = json.dumps(identity, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -142,14 +147,15 @@ def run_task(task: Task) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result, _ = simulate(task.platform, task.workload, scheduler, prefix=Path(tmp) / "run",
-                                     progress=_Deadline(task.timeout) if task.timeout else None)
+                                     progress=_Deadline(task.timeout) if task.timeout else None, batsim=task.batsim)
         except TaskTimeout as stop:
             return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
         wall = time.perf_counter() - t0
         records = merge_attempts(read_jobs_csv(result.jobs_csv))
         metrics = compute_metrics(records, nb_cores=result.schedule.get("nb_computing_machines"))
+        schedule = "_schedule.json.gz" if task.batsim == 5 else "_schedule.csv.gz"  # Batsim's format, our name
         files = {name: gzip.compress(Path(path).read_bytes(), compresslevel=GZIP_LEVEL, mtime=0)
-                 for name, path in (("_jobs.csv.gz", result.jobs_csv), ("_schedule.csv.gz", result.schedule_csv))}
+                 for name, path in (("_jobs.csv.gz", result.jobs_csv), (schedule, result.schedule_file))}
     from .results import FLAT_FROM_METRICS
 
     row = {"trace": task.trace, "window": task.window, "config": task.config, "seed": task.seed,
