@@ -72,11 +72,11 @@ def write_run_description(config, prefix, platform, workloads) -> str:
     """``PREFIX_run.json``: the run's configuration (a resolved ``config.RunConfig``: every setting,
     null where the scheduler does not take it), its inputs, a ``label`` (used by ``plot``) and its
     ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
-    from .compose import run_label
+    from .config.resolve import run_label
 
     description = config.to_dict()
     if config.preset is not None:  # what the name meant when this ran (a preset's expansion may change)
-        from .presets import get
+        from .config.presets import get
 
         preset = get(config.preset)
         description["preset_version"] = preset.version
@@ -94,7 +94,7 @@ def write_connected_description(endpoint: str, prefix, platform, workloads, dyna
 
 def _describe(prefix, description: dict, label: str, platform, workloads) -> str:
     from . import __version__
-    from .validation import output_prefix
+    from .config.validate import output_prefix
 
     description["platform"] = str(platform)
     description["workloads"] = [str(w) for w in workloads]

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .compose import build_scheduler as build
-from .config import RunConfig
+from .config.compose import build_scheduler as build
+from .config.declare import RunConfig
+from .config.validate import output_prefix
 from .core.decision_core import DecisionCore
 from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
-from .validation import output_prefix
 from .workloads import load_workload, read_platform, sample_path
 
 if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds its scheduler here without it

@@ -30,14 +30,12 @@ from hypothesis import strategies as st
 from random_cases import fcfs_ordered, workload_list
 from threadpoolctl import threadpool_limits
 
-from batsched_ml import presets
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
 from batsched_ml.cli import build_parser, main
-from batsched_ml.compose import resolve
-from batsched_ml.config import RunConfig
-from batsched_ml.options import option_schema, show_default
-from batsched_ml.plugins import load
-from batsched_ml.plugins import GROUPS, SINGULAR, available
+from batsched_ml.config import presets
+from batsched_ml.config.declare import RunConfig
+from batsched_ml.config.plugins import GROUPS, SINGULAR, available, load
+from batsched_ml.config.resolve import option_schema, resolve, show_default
 from batsched_ml.workloads.loader import write_workload
 from batsched_ml.workloads.platform import write_platform
 

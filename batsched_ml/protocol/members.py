@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..validation import MAX_CORES
+from ..config.validate import MAX_CORES
 from .coreset import CoreSet
 from .errors import quote as _q
 

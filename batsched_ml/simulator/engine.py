@@ -23,8 +23,8 @@ import gc
 import heapq
 import time
 
+from ..config.validate import machine_size
 from ..protocol import events as ev
-from ..validation import machine_size
 from .actors import BATSIM_LATENCY, NO_LATENCY, Latency, Submitter, ns
 from .batsim_server import BatsimServer
 from .checks import SimulationError

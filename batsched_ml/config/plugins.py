@@ -124,7 +124,7 @@ def available(kind: str) -> dict[str, str]:
 
 @cache
 def _own_distribution() -> str:
-    from . import __version__
+    from .. import __version__
 
     return f"batsched-ml {__version__}"
 

@@ -16,9 +16,9 @@ import inspect
 import json
 from dataclasses import dataclass
 
-from .config import ConfigError, RunConfig, did_you_mean, flag_of
+from ..policies.expression import SPEC_PREFIXES
+from .declare import ConfigError, RunConfig, check_values, did_you_mean, flag_of, settings
 from .plugins import GROUPS, PluginError, entries, load, load_entry
-from .policies.expression import SPEC_PREFIXES
 
 # How -o keys of each plugin kind are spelt.
 PREFIX = {"policies": "policy_", "predictors": "predictor_", "corrections": "correction_",
@@ -39,6 +39,64 @@ class OptionSpec:
     nullable: bool
 
 
+def scheduler_accepts(scheduler_cls) -> set[str]:
+    """The constructor parameters of a scheduler plugin (what it accepts)."""
+    return set(constructor_parameters(scheduler_cls) or {})
+
+
+def resolve(config: RunConfig) -> RunConfig:
+    """``config`` validated (once, here) against the installed plugins, with the defaults of what
+    the scheduler takes filled in and the settings it does not take left None. Raises a
+    ``ConfigError`` (or a ``PluginError``) with one line."""
+    check_values(config)
+    scheduler_cls = load("schedulers", config.scheduler)
+    takes = scheduler_accepts(scheduler_cls)
+    values = {}
+    for name, spec in settings().items():
+        value = getattr(config, name)
+        given = value is not None and value is not False
+        if spec.needs and given and getattr(config, spec.needs) is None:
+            raise ConfigError(_needs_message(name, spec))
+        if spec.param is not None and spec.param not in takes:
+            if given:
+                raise ConfigError(f"scheduler {config.scheduler!r} takes no {spec.flag}"
+                                  + _why_not(name, config.scheduler))
+            continue
+        if value is None and spec.default is not None and (spec.needs is None or getattr(config, spec.needs)):
+            value = spec.default
+        values[name] = value
+    resolved = config.replace(**values)
+    for name, kind in (("policy", "policies"), ("predictor", "predictors"), ("correction", "corrections"),
+                       ("classifier", "classifiers"), ("distribution", "distributions")):
+        value = getattr(resolved, name)
+        if value is not None and not (kind == "policies" and value.startswith(SPEC_PREFIXES)):
+            load(kind, value)  # an unknown or broken plugin fails here, by name
+    return resolved.replace(options=check_options(resolved, scheduler_cls))
+
+
+def run_label(config: RunConfig) -> str:
+    """The label that names a resolved run (``PREFIX_run.json``, ``plot``'s legend, ``serve``'s
+    listening line): ``RunConfig.label`` with the options given at their plugin's default left out."""
+    schema = option_schema(config, load("schedulers", config.scheduler)) or {}
+    return config.label({key: spec.default for key, spec in schema.items()})
+
+
+def _needs_message(name: str, spec) -> str:
+    needed = settings()[spec.needs].flag
+    why = {"correction": "with the requested time as the estimate a job never outlives it, so no correction "
+                         "would ever apply",
+           "correction_timing": "it says when a correction takes effect",
+           "kill_false_small": "only classified jobs can be false small"}.get(name, "")
+    return f"{spec.flag} needs {needed}" + (f": {why}" if why else "")
+
+
+def _why_not(name: str, scheduler: str) -> str:
+    return {"classifier": " (classification orders the queue small-first: it needs a scheduler that takes "
+                          "a --policy)",
+            "distribution": " (runtime distributions are for --scheduler probabilistic)"}.get(name, "")
+
+
+# ---------------------------------------------------------------- what a component takes
 def constructor_parameters(target) -> dict[str, inspect.Parameter] | None:
     """The keyword parameters ``target`` (a class or factory) accepts, following ``**kwargs`` up
     the class hierarchy; None when it takes arbitrary keywords (a factory with ``**kwargs``)."""
@@ -104,7 +162,7 @@ def component_options(kind: str, target, owner: str, prefix: str | None = None) 
 
 def classification_options() -> dict[str, OptionSpec]:
     """The options of the classification itself (``ClassifyingScheduler``), with any classifier."""
-    from .classifiers.scheduler import ClassifyingScheduler
+    from ..classifiers.scheduler import ClassifyingScheduler
 
     found = constructor_parameters(ClassifyingScheduler) or {}
     return {name: _spec(name, "classification", p) for name, p in found.items() if name not in CLASSIFICATION_OWN}
