@@ -69,7 +69,7 @@ def run_description_path(prefix) -> str:
 
 
 def write_run_description(config, prefix, platform, workloads) -> str:
-    """``PREFIX_run.json``: the run's configuration (a resolved ``config.RunConfig``: every setting,
+    """``PREFIX_run.json``: the run's configuration (a resolved ``config.declare.RunConfig``: every setting,
     null where the scheduler does not take it), its inputs, a ``label`` (used by ``plot``) and its
     ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
     from .config.resolve import run_label

@@ -21,7 +21,7 @@ def build_scheduler(scheduler: str | None = None, policy: str | None = None, **s
     """The scheduler of a run, from ``RunConfig`` fields given by name (``reservations="cores"``,
     ``predictor="eloss"``, ``seed=3``, ``preset="easy++"``...; the scheduler ``easy`` unless given or
     preset); any other keyword is an ``-o`` option (``small_threshold=0.35``). The same validation
-    as the command line (``compose.resolve``)."""
+    as the command line (``config.resolve``)."""
     config = RunConfig.from_kwargs(scheduler=scheduler, policy=policy, **settings)
     return build(config)
 

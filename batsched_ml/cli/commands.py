@@ -11,7 +11,7 @@ from ..config import validate as check
 
 
 def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
+    """The run configuration the flags describe, validated against the plugins (``config.resolve``)."""
     from ..config.declare import RunConfig
     from ..config.resolve import resolve
 

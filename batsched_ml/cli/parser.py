@@ -14,7 +14,7 @@ from .commands import (cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugin
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.declare.RunConfig``."""
     from ..config.declare import add_arguments
 
     add_arguments(parser.add_argument_group("scheduler"))

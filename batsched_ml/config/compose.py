@@ -1,5 +1,5 @@
-"""Composition: a `RunConfig` validated against the plugins and
-turned into a scheduler with its collaborators built and injected.
+"""Composition, the last step of ``batsched_ml.config``: a ``RunConfig`` resolved against the
+plugins (``resolve``) turned into a scheduler with its collaborators built and injected.
 
 A scheduler plugin declares what it accepts by its constructor's keyword parameters:
 
@@ -11,10 +11,8 @@ A scheduler plugin declares what it accepts by its constructor's keyword paramet
 | ``reservations``, ``backfill_order``, ``starvation_threshold`` | the flags of the same name, as given |
 | any other parameter | an ``-o KEY=VALUE`` option |
 
-A flag the chosen scheduler does not take is refused (``scheduler 'fcfs' takes no
---backfill-order``), never ignored; so are a correction without a predictor, a correction
-timing without a correction and kills without a classifier. Nothing is looked up by name
-below this module: schedulers receive objects.
+A flag the chosen scheduler does not take was refused by ``resolve``, never ignored. Nothing is
+looked up by name below this module: schedulers receive objects.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The run configuration: one typed object that is the whole vocabulary of a run.
+"""Declaring a run (``batsched_ml.config``'s first step): one typed object that is the whole
+vocabulary of a run.
 
 :class:`RunConfig` holds everything that decides a schedule: the scheduler, its queue order
 (policy), reservation model, backfill order and starvation threshold, the runtime predictor,
@@ -56,7 +57,7 @@ class Setting:
     param: str | None = None  # the scheduler constructor parameter it feeds (None: not the scheduler's)
     plugin: str | None = None  # plugin kind of a name setting (``batsched_ml.config.plugins.GROUPS``)
     choices: tuple = ()
-    number: Any = None        # a check of ``validation`` for numeric settings
+    number: Any = None        # a check of ``validate`` for numeric settings
     integer: bool = False
     switch: bool = False
     metavar: str | None = None
@@ -72,7 +73,7 @@ def setting(flag: str, help: str, *, value_default=None, **kwargs):
 @dataclass(frozen=True)
 class RunConfig:
     """One run's configuration (see the module docstring). ``None`` = not given: the scheduler's
-    default when it takes the setting (filled in by ``compose.resolve``), absent otherwise.
+    default when it takes the setting (filled in by ``resolve.resolve``), absent otherwise.
     ``preset``: the name of the preset (``batsched_ml.config.presets``) the builders below expanded into
     the other fields; kept to name the run."""
 
@@ -215,7 +216,7 @@ class RunConfig:
         """A short legend: ``easy fcfs``, ``easy fcfs, eloss/incremental, sjbf``,
         ``probabilistic fcfs, hmm distribution``, ``easy fcfs, random-forest kill``, then the ``-o``
         options in short form (``ljf-easy, max_backfill=5``), but those given at the value of
-        ``option_defaults`` (``{key: default}``: ``compose.run_label`` reads them from the plugins)."""
+        ``option_defaults`` (``{key: default}``: ``resolve.run_label`` reads them from the plugins)."""
         parts = [f"{self.scheduler} {self.policy}" if self.policy else self.scheduler]
         if self.predictor:
             parts.append(self.predictor + (f"/{self.correction}" if self.correction else ""))

@@ -1,8 +1,16 @@
-"""Which ``-o KEY=VALUE`` options a configuration takes, and of what type, read from the
-plugins' constructors.
+"""Resolving a run configuration against the installed plugins (``batsched_ml.config``'s fourth
+step, after ``declare``, ``validate`` and ``plugins``; ``compose`` builds what it returns).
+
+``resolve`` checks a ``RunConfig`` (``declare``) once: its values
+(``declare.check_values``), that the chosen scheduler takes each setting given (``scheduler 'fcfs'
+takes no --backfill-order``: refused, never ignored; so are a correction without a predictor, a
+correction timing without a correction and kills without a classifier), that every plugin named
+loads, and which ``-o KEY=VALUE`` options the configuration takes, and of what type, read from the
+plugins' constructors (below). It fills in the defaults of what the scheduler takes and leaves
+the rest None; every error is one line.
 
 A component's constructor parameters are its options, except those a flag sets
-(``config.flag_of``: ``policy``, ``estimator``, ``random_state``...). Keys are spelt by kind:
+(``declare.flag_of``: ``policy``, ``estimator``, ``random_state``...). Keys are spelt by kind:
 the scheduler's, the classification's and the classifier's unprefixed, the others with the
 component's prefix (``predictor_window``, ``correction_steps``, ``distribution_n_states``,
 ``policy_<param>``). A parameter whose annotation is ``bool`` (or whose default is a bool)

@@ -25,7 +25,7 @@ An :class:`Estimator` joins a predictor and an optional correction; the composer
 * at each completion (successful or walltime-reached) the predictor learns
   the actual runtime ``end - start`` (``partial_fit``).
 
-Named configurations (flags of ``batsched-ml simulate``, fields of ``config.RunConfig``):
+Named configurations (flags of ``batsched-ml simulate``, fields of ``config.declare.RunConfig``):
 
 * EASY++ (Tsafrir, Etsion & Feitelson 2007):
   ``--predictor ave2 --correction incremental --backfill-order sjbf``
