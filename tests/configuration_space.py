@@ -7,7 +7,7 @@ plugins (``plugins.available``) or an unknown name, ``--preset`` among the prese
 name, and for ``--policy`` also the specs
 (``expr:``, ``learned:FILE#k``, ``rl:FILE`` with the shipped files, a missing file); a flag with choices among them; a switch on
 or off; a typed value among valid and invalid ones; and ``-o KEY=VALUE`` among the keys the drawn
-configuration's constructors declare (``options.option_schema``), or a misspelt one. A new
+configuration's constructors declare (``config.resolve.option_schema``), or a misspelt one. A new
 plugin, flag or constructor parameter is drawn without editing this file (an unknown kind of flag
 fails loudly instead of being skipped).
 
@@ -138,7 +138,7 @@ def _options(draw, config: dict) -> list:
 
 
 def _valid_option_keys(config: dict) -> dict | None:
-    """``{key: default}`` of every ``-o`` key the drawn plugins declare (``options.option_schema``);
+    """``{key: default}`` of every ``-o`` key the drawn plugins declare (``config.resolve.option_schema``);
     None when the plugins alone are refused (the run is then refused before ``-o`` matters)."""
     names = {kind: config.get(SINGULAR[kind]) for kind in GROUPS}
     chosen = {SINGULAR[kind]: name for kind, name in names.items() if name is not None}

@@ -159,6 +159,26 @@ def test_resolve_fills_only_what_the_scheduler_takes():
     assert resolve(easy) == easy  # idempotent
 
 
+def test_resolve_loads_each_plugin_once(monkeypatch):
+    """Resolving reads in one direction: the plugins a configuration names are loaded once, then
+    their options read from what was loaded (issue 40 §6), not fetched again component by component."""
+    from batsched_ml.config import resolve as resolving
+
+    calls = []
+
+    def counting_load(kind, name):
+        calls.append((kind, name))
+        return plugins.load(kind, name)
+
+    monkeypatch.setattr(resolving, "load", counting_load)
+    config = RunConfig(scheduler="easy", policy="spf", predictor="ave2", correction="incremental",
+                       classifier="random-forest", options={"predictor_window": 3, "n_estimators": 10})
+    resolved = resolving.resolve(config)
+    assert resolved.options == {"predictor_window": 3, "n_estimators": 10}
+    assert sorted(calls) == sorted({("schedulers", "easy"), ("policies", "spf"), ("predictors", "ave2"),
+                                    ("corrections", "incremental"), ("classifiers", "random-forest")})
+
+
 # ------------------------------------------------------- third-party schedulers
 def test_a_bare_scheduler_runs_and_refuses_flags(third_party, tmp_path, capsys):
     """Was: TypeError: FirstFit.__init__() got an unexpected keyword argument 'policy'."""

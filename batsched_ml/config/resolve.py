@@ -74,12 +74,21 @@ def resolve(config: RunConfig) -> RunConfig:
             value = spec.default
         values[name] = value
     resolved = config.replace(**values)
+    return resolved.replace(options=check_options(resolved, scheduler_cls, components(resolved)))
+
+
+def components(config: RunConfig) -> dict:
+    """The plugins a configuration names besides its scheduler, loaded once: setting name (``policy``,
+    ``predictor``, ``correction``, ``classifier``, ``distribution``) -> class or factory; a queue
+    order given as ``expr:`` / ``learned:`` / ``rl:`` is no plugin. An unknown or broken plugin fails
+    here, by name."""
+    loaded = {}
     for name, kind in (("policy", "policies"), ("predictor", "predictors"), ("correction", "corrections"),
                        ("classifier", "classifiers"), ("distribution", "distributions")):
-        value = getattr(resolved, name)
+        value = getattr(config, name)
         if value is not None and not (kind == "policies" and value.startswith(SPEC_PREFIXES)):
-            load(kind, value)  # an unknown or broken plugin fails here, by name
-    return resolved.replace(options=check_options(resolved, scheduler_cls))
+            loaded[name] = load(kind, value)
+    return loaded
 
 
 def run_label(config: RunConfig) -> str:
@@ -176,19 +185,19 @@ def classification_options() -> dict[str, OptionSpec]:
     return {name: _spec(name, "classification", p) for name, p in found.items() if name not in CLASSIFICATION_OWN}
 
 
-def option_schema(config: RunConfig, scheduler_cls) -> dict[str, OptionSpec] | None:
-    """Every -o key ``config`` (resolved) accepts; None when a component takes arbitrary keywords."""
+def option_schema(config: RunConfig, scheduler_cls, loaded: dict | None = None) -> dict[str, OptionSpec] | None:
+    """Every -o key ``config`` (resolved) accepts; None when a component takes arbitrary keywords.
+    ``loaded``: its :func:`components`, when the caller has them."""
+    loaded = components(config) if loaded is None else loaded
     parts = [component_options("schedulers", scheduler_cls, f"scheduler {config.scheduler!r}")]
-    if config.policy and not config.policy.startswith(SPEC_PREFIXES):
-        parts.append(component_options("policies", load("policies", config.policy), f"policy {config.policy!r}"))
-    for kind, name in (("predictors", config.predictor), ("corrections", config.correction),
-                       ("distributions", config.distribution)):
-        if name is not None:
-            parts.append(component_options(kind, load(kind, name), f"{kind[:-1]} {name!r}"))
+    if "policy" in loaded:
+        parts.append(component_options("policies", loaded["policy"], f"policy {config.policy!r}"))
+    for kind, name in (("predictors", "predictor"), ("corrections", "correction"), ("distributions", "distribution")):
+        if name in loaded:
+            parts.append(component_options(kind, loaded[name], f"{name} {getattr(config, name)!r}"))
     if config.classifier is not None:
         parts.append(classification_options())
-        parts.append(component_options("classifiers", load("classifiers", config.classifier),
-                                       f"classifier {config.classifier!r}"))
+        parts.append(component_options("classifiers", loaded["classifier"], f"classifier {config.classifier!r}"))
     if any(part is None for part in parts):
         return None
     schema: dict[str, OptionSpec] = {}
@@ -198,15 +207,16 @@ def option_schema(config: RunConfig, scheduler_cls) -> dict[str, OptionSpec] | N
     return schema
 
 
-def check_options(config: RunConfig, scheduler_cls) -> dict:
-    """``config.options`` checked against what the configuration takes: a key set by a flag, a
-    key no component takes (with the flag it needs, or a suggested spelling) and a switch given
-    anything but true/false are one-line errors. Returns the options."""
+def check_options(config: RunConfig, scheduler_cls, loaded: dict | None = None) -> dict:
+    """``config.options`` checked against what the configuration takes (its scheduler and the
+    ``loaded`` :func:`components`): a key set by a flag, a key no component takes (with the flag it
+    needs, or a suggested spelling) and a switch given anything but true/false are one-line errors.
+    Returns the options."""
     flags = flag_of()
     for key in config.options:
         if key in flags:
             raise ConfigError(f"option {key!r} is set by {flags[key]}, not by -o")
-    schema = option_schema(config, scheduler_cls)
+    schema = option_schema(config, scheduler_cls, loaded)
     if schema is None:
         return dict(config.options)
     for key, value in config.options.items():
