@@ -1,6 +1,6 @@
 """The run configuration, its modules in the order a configuration is built.
 
-1. ``declare``  -- :class:`~batsched_ml.config.declare.RunConfig`: every setting of a run declared
+1. ``declare``  -- ``RunConfig``: every setting of a run declared
    once (flag, help, default, check), built from the command line, a campaign table or Python;
    ``presets`` beside it: the named configurations ``--preset`` starts from.
 2. ``validate`` -- the value checks (a seed, a tau, a machine size...): one line naming the
