@@ -143,3 +143,5 @@ class TrainingSettings:
     start_range: tuple = (0.0, 0.8)
     hidden: tuple = (8,)
     seed: int = 0
+    protocol: str = "batsched-ml"  # ``protocols``: whose trace reading, sequences and simulator
+    fits_now: bool = False  # the network also reads whether the job fits now (an agent's feature)

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..policies.network import NetworkPolicy, ScoringNetwork
+from ..policies.network import AGENT_FEATURES, FEATURES, ScoringNetwork
 from ..stopwatch import Stopwatch
-from .episodes import Sequences, TrainingSettings, load_trace
-from .evaluate import sequence_bsld
+from .episodes import TrainingSettings
+from .protocols import get_protocol
 
 __all__ = ["ESConfig", "train_es"]
 
@@ -56,8 +56,7 @@ class ESConfig(TrainingSettings):
             raise ValueError(f"sigma must be > 0, got {self.sigma}")
         if any(h < 1 for h in self.hidden):
             raise ValueError(f"hidden layer widths must be >= 1, got {self.hidden}")
-        if self.backfill not in ("none", "easy"):
-            raise ValueError(f"backfill must be none or easy, got {self.backfill!r}")
+        get_protocol(self.protocol).check_backfill(self.backfill)
 
 
 @dataclass
@@ -89,9 +88,11 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
     import cma
 
     config.check()
-    trace = load_trace(config.workload, config.nb_cores)
-    sequences = Sequences(trace, config.sequence_length, config.start_range)
-    shape = ScoringNetwork.shaped(config.hidden)
+    protocol = get_protocol(config.protocol)
+    trace = protocol.load_trace(config.workload, config.nb_cores)
+    sequences = protocol.sequences(trace, config.sequence_length, config.start_range)
+    fcfs = protocol.scorer("fcfs")
+    shape = ScoringNetwork.shaped(config.hidden, AGENT_FEATURES if config.fits_now else FEATURES)
     checkpoint = Path(checkpoint) if checkpoint is not None else checkpoint_path(output)
     state = None if restart else _load(checkpoint, config)
     if state is None:
@@ -114,11 +115,11 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
                 starts = _generation_starts(sequences, config, state.generation)
                 for start in starts:
                     if start not in state.baseline:
-                        state.baseline[start] = sequence_bsld("fcfs", config.backfill, sequences, start, config.tau)
+                        state.baseline[start] = fcfs(sequences, start, config.backfill)
                         state.simulated_sequences += 1
                         state.simulated_jobs += sequences.length
                 candidates = state.es.ask()
-                fitness = [_fitness(shape.with_parameters(x), config, sequences, starts, state.baseline)
+                fitness = [_fitness(protocol, shape.with_parameters(x), config, sequences, starts, state.baseline)
                            for x in candidates]
                 state.es.tell(candidates, fitness)
                 state.simulated_sequences += len(candidates) * len(starts)
@@ -146,18 +147,17 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
     return network
 
 
-def _generation_starts(sequences: Sequences, config: ESConfig, generation: int) -> list[int]:
+def _generation_starts(sequences, config: ESConfig, generation: int) -> list[int]:
     """The training sequences of a generation: a function of the seed and the generation only, so
     a resumed run draws the same ones."""
     rng = np.random.default_rng([config.seed, generation])
     return [sequences.sample_start(rng) for _ in range(config.sequences)]
 
 
-def _fitness(network: ScoringNetwork, config: ESConfig, sequences: Sequences, starts, baseline) -> float:
-    policy = NetworkPolicy(network)
+def _fitness(protocol, network: ScoringNetwork, config: ESConfig, sequences, starts, baseline) -> float:
     total = 0.0
     for start in starts:
-        bsld = sequence_bsld(policy, config.backfill, sequences, start, config.tau)
+        bsld = protocol.network_score(network, sequences, start, config.backfill, config.tau)
         total += math.log(bsld / baseline[start])
     return total / len(starts)
 
