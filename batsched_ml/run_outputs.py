@@ -78,15 +78,15 @@ def run_description_path(prefix, separator: str = "_") -> str:
 
 def write_run_description(config, prefix, platform, workloads, batsim: str = "4.2.1",
                           separator: str = "_") -> str:
-    """``PREFIX_run.json``: the run's configuration (a resolved ``config.RunConfig``: every setting,
+    """``PREFIX_run.json``: the run's configuration (a resolved ``config.declare.RunConfig``: every setting,
     null where the scheduler does not take it), its inputs, the Batsim line it followed
     (``batsim``), a ``label`` (used by ``plot``) and its ``status`` (RUNNING until :func:`mark_run`
     says how it ended)."""
-    from .compose import run_label
+    from .config.resolve import run_label
 
     description = config.to_dict()
     if config.preset is not None:  # what the name meant when this ran (a preset's expansion may change)
-        from .presets import get
+        from .config.presets import get
 
         preset = get(config.preset)
         description["preset_version"] = preset.version
@@ -105,7 +105,7 @@ def write_connected_description(endpoint: str, prefix, platform, workloads, dyna
 
 def _describe(prefix, description: dict, label: str, platform, workloads, batsim: str, separator: str) -> str:
     from . import __version__
-    from .validation import output_prefix
+    from .config.validate import output_prefix
 
     description["platform"] = str(platform)
     description["workloads"] = [str(w) for w in workloads]

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .compose import build_scheduler as build
-from .config import RunConfig
+from .config.compose import build_scheduler as build
+from .config.declare import RunConfig
+from .config.validate import output_prefix
 from .core.decision_core import DecisionCore
 from .core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN
 from .protocol import events as ev
-from .validation import output_prefix
 from .workloads import load_workload, read_platform, sample_path
 
 if TYPE_CHECKING:  # the simulator is imported when one runs: ``serve`` builds its scheduler here without it
@@ -22,7 +22,7 @@ def build_scheduler(scheduler: str | None = None, policy: str | None = None, **s
     """The scheduler of a run, from ``RunConfig`` fields given by name (``reservations="cores"``,
     ``predictor="eloss"``, ``seed=3``, ``preset="easy++"``...; the scheduler ``easy`` unless given or
     preset); any other keyword is an ``-o`` option (``small_threshold=0.35``). The same validation
-    as the command line (``compose.resolve``)."""
+    as the command line (``config.resolve``)."""
     config = RunConfig.from_kwargs(scheduler=scheduler, policy=policy, **settings)
     return build(config)
 

@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from batsim5_replay import DATA, WORKLOADS, PreemptOnce
-from batsched_ml.compose import build_scheduler as build_configured
-from batsched_ml.config import RunConfig
+from batsched_ml.config.compose import build_scheduler as build_configured
+from batsched_ml.config.declare import RunConfig
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.server.peer import run_connected
 from batsched_ml.server.serve import ServerStats, run_server
+from batsim5_replay import DATA, WORKLOADS, PreemptOnce
 from conftest import shared_dir
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -107,7 +107,7 @@ def test_the_wheel_carries_the_samples_and_the_one_version(installed):
         for sample in ("KTH-SP2-1k.json", "cluster-100.xml", "cluster-16.xml"):
             data = z.read(f"batsched_ml/samples/{sample}")  # the files themselves, not links
             assert data == (ROOT / ("workloads" if sample.endswith(".json") else "platforms") / sample).read_bytes()
-    assert "batsched_ml/presets.py" in names
+    assert "batsched_ml/config/presets.py" in names
     assert re.search(rf"^Version: {re.escape(batsched_ml.__version__)}$", metadata, re.M)
 
 

@@ -220,7 +220,7 @@ def compute_metrics(source: Source, taus: Sequence[float] = (10.0, 60.0),
       ``walltime_reached``, ``failed``, ``killed`` (jobs whose final attempt was killed),
       ``rejected``, ``requeued_jobs``, ``killed_attempts``, ``wasted_core_seconds``.
     """
-    from ..validation import positive_int, tau as check_tau
+    from ..config.validate import positive_int, tau as check_tau
 
     taus = [check_tau(t) for t in taus]
     positive_int(nb_cores, "nb_cores", "machine size", allow_none=True)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.validate import tau as check_tau
 from ..errors import PlotError
-from ..validation import tau as check_tau
 from .metrics import cumulative_bsld, merge_attempts, read_jobs_csv
 
 KINDS = ("cumbsld", "wait-ecdf")

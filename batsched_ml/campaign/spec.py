@@ -2,9 +2,9 @@
 
 The file is first expanded (``expand``: ``extends`` and matrices), then checked here.
 Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fields of
-:class:`batsched_ml.config.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
+:class:`batsched_ml.config.declare.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
 plus ``options`` (and ``axes``, its labels in the report's tables), and becomes that object
-directly (no command line is re-parsed); it is validated and built by ``batsched_ml.compose``
+directly (no command line is re-parsed); it is validated and built by ``batsched_ml.config.compose``
 like ``simulate``'s flags -- one vocabulary, one validation. Traces and where their files are:
 ``traces``.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import RunConfig, did_you_mean, table_keys
+from ..config.declare import RunConfig, did_you_mean, table_keys
 from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
 from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 
@@ -38,7 +38,7 @@ def config_keys() -> list[str]:
 def config_argv(table: dict, where: str) -> tuple[str, ...]:
     """The ``simulate`` flags equivalent to a config table, as written (not resolved); its
     ``seeds`` pick runs and are no flag."""
-    from ..config import ConfigError
+    from ..config.declare import ConfigError
 
     settings = {k: v for k, v in table.items() if k not in ("axes", "seeds", "batsim")}
     try:
@@ -291,7 +291,8 @@ def _config(name: str, table: dict, batsim: int = 4) -> ConfigSpec:
     the table's own ``batsim`` overrides."""
     import warnings
 
-    from ..compose import build_scheduler, resolve
+    from ..config.compose import build_scheduler
+    from ..config.resolve import resolve
 
     where = f"[configs.{name}]"
     axes = table.get("axes", {})

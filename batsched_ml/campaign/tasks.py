@@ -1,6 +1,6 @@
 """One campaign task = one ``batsched-ml simulate`` run, executed on a Dask worker.
 
-The task carries its :class:`~batsched_ml.config.RunConfig` (the one ``simulate`` builds from
+The task carries its :class:`~batsched_ml.config.declare.RunConfig` (the one ``simulate`` builds from
 its flags), builds its scheduler with the same ``compose.build_scheduler`` and scores the run
 with the same ``compute_metrics`` call, so its numbers are those of ``simulate`` for the same
 inputs, bit for bit. It writes nothing outside a temporary directory (in the worker's scratch
@@ -19,7 +19,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..config import RunConfig
+from ..config.declare import RunConfig
 
 __all__ = ["Task", "TaskTimeout", "run_task", "task_key"]
 
@@ -134,7 +134,7 @@ def run_task(task: Task) -> dict:
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..run_outputs import complete_report
     from ..runner import simulate
 

@@ -7,13 +7,13 @@ import json
 import sys
 
 from .. import interrupts
-from .. import validation as check
+from ..config import validate as check
 
 
 def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
-    from ..compose import resolve
-    from ..config import RunConfig
+    """The run configuration the flags describe, validated against the plugins (``config.resolve``)."""
+    from ..config.declare import RunConfig
+    from ..config.resolve import resolve
 
     if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
         for item in args.option or []:
@@ -46,7 +46,7 @@ def _stop_status(exc) -> str:
 
 def cmd_simulate(args) -> int:
     from ..analysis import compute_metrics, format_metrics
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..progress import ProgressReporter
     from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
                               write_connected_description, write_job_details, write_run_description)
@@ -142,7 +142,7 @@ DEFAULT_EXPORT = {4: "out/out", 5: "out/"}  # -e's default: ours for 4.2.1 (out/
 
 def _refuse_scheduler_flags(args) -> None:
     """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
-    from ..config import settings
+    from ..config.declare import settings
 
     for name, spec in settings().items():
         if getattr(args, name, None) not in (None, False):
@@ -168,7 +168,8 @@ def _check_batsim5_flags(args) -> None:
 
 
 def cmd_serve(args) -> int:
-    from ..compose import build_scheduler, run_label
+    from ..config.compose import build_scheduler
+    from ..config.resolve import run_label
     from ..server.serve import serve
 
     config = run_config(args)
@@ -248,8 +249,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    from ..config import RunConfig
-    from ..presets import PRESETS
+    from ..config.declare import RunConfig
+    from ..config.presets import PRESETS
 
     for preset in PRESETS.values():
         flags = " ".join(RunConfig(**preset.values()).argv())
@@ -262,7 +263,7 @@ def cmd_presets(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from ..options import describe_plugins
+    from ..config.resolve import describe_plugins
 
     for line in describe_plugins():
         print(line)

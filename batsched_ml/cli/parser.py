@@ -7,15 +7,15 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from .. import validation as check
-from ..validation import arg
+from ..config import validate as check
+from ..config.validate import arg
 from .commands import (cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_presets, cmd_serve,
                        cmd_simulate)
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
-    from ..config import add_arguments
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.declare.RunConfig``."""
+    from ..config.declare import add_arguments
 
     add_arguments(parser.add_argument_group("scheduler"))
 

@@ -170,7 +170,7 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
 
     sim = simulator(dynamic_jobs, profile_reuse) if line.major == 4 else None
     if prefix is not None:
-        from ..validation import output_prefix
+        from ..config.validate import output_prefix
 
         output_prefix(prefix, separator=line.file_separator)
     from .transport import MessageLog

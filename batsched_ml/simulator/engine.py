@@ -25,8 +25,8 @@ from __future__ import annotations
 import gc
 import time
 
+from ..config.validate import machine_size
 from ..protocol import events as ev
-from ..validation import machine_size
 from ..workloads.batsim5 import as_v5, typed_job, typed_profiles
 from .actors import BATSIM_LATENCY, NO_LATENCY, Latency, ns
 from .batsim_server import BatsimServer

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import machine_size, non_negative_int
+from ..config.validate import machine_size, non_negative_int
 from .swf import SwfTrace, read_swf
 from .timezone import resolve_time_zone
 

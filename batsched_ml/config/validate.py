@@ -1,4 +1,5 @@
-"""Checks of numeric settings, shared by the command line and the Python API.
+"""Checks of numeric settings (``batsched_ml.config``'s second step), shared by the command line,
+the Python API and the components, which check their own parameters with them.
 
 A value out of range (a negative starvation threshold, a tau of -1, zero trees)
 would not crash: it would silently change the results. Each check returns the
