@@ -3,7 +3,6 @@ scheduler + workers, windows, results files and the report."""
 
 from __future__ import annotations
 
-import re
 import csv
 import gzip
 import json
