@@ -72,20 +72,20 @@ and a **scheduler where an agent picks the next job**: a `QueueScheduler` whose 
 
 from __future__ import annotations
 
+from .classifiers.models import JobClassifier
+from .config.params import Params
+from .config.plugins import API_VERSION
+from .config.validate import ValidationError
 from .core.job import FINISHED, QUEUED, REJECTED, RUNNING, Job
 from .core.machine import Machine
 from .core.queue import JobQueue
 from .core.scheduler import CALL_MARGIN, Context, Scheduler, SchedulingError
-from .classifiers.models import JobClassifier
 from .distributions.base import RuntimeDistribution
 from .distributions.bins import RuntimeBins
-from .params import Params
-from .plugins import API_VERSION
 from .policies.orders import Policy
 from .predictors import Estimator
 from .predictors.base import Correction, RuntimePredictor
 from .scheduling.base import QueueScheduler
-from .validation import ValidationError
 
 __all__ = [
     "API_VERSION",

@@ -1,16 +1,17 @@
-"""The real Batsim 5.0.0-rc2 driving ``serve --batsim 5`` against the embedded ``simulate --batsim 5``
-(issue 41: starts within 1e-6 s), for every configuration of the issue, on KTH-5k.
+"""Issue 41's acceptance on KTH-5k, for every configuration of the issue: the real Batsim 5.0.0-rc2
+driving ``serve --batsim 5`` against the embedded ``simulate --batsim 5`` (starts within 1e-6 s), and
+``simulate --connect --batsim 5`` driving ``serve --batsim 5`` against the same in-process run (byte
+for byte).
 
 Needs rc2's ``batsim`` (``--batsim`` or ``BATSIM5_BIN``), ``KTH-5k.v5.json.gz`` in
-``--golden-v5 DIR/workloads`` and ``platform-100.xml`` in ``--golden DIR``; and the embedded Batsim 5
-mode (``simulate --batsim 5`` without ``--connect``, another part of issue 41: until it lands this
-script says so and compares nothing).
+``--golden-v5 DIR/workloads`` and ``platform-100.xml`` in ``--golden DIR``.
 
 Usage: python benchmarks/batsim5_embedded_vs_real.py [--configs fcfs easy-cores ...] [--tolerance 1e-6]
 
-Per configuration: every job of both jobs.csv files (rows by ``workload_name``/``job_id``), the largest
-start difference, how many starts differ by more than the tolerance, and any final state that
-differs; exit 1 when a configuration is off.
+Per configuration: every job of rc2's and the embedded jobs.csv (rows by ``workload_name``/``job_id``),
+the largest start difference, how many starts differ by more than the tolerance, any final state
+that differs, jobs in one file only; then whether the connected run's jobs.csv is the embedded one
+byte for byte (else how many rows differ); the wall time of each run. Exit 1 when one is off.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,9 +38,7 @@ CONFIGS = {
     "easy-cores": "--scheduler easy --reservations cores",
     "easy-count": "--scheduler easy --reservations count",
     "conservative": "--scheduler conservative",
-    "classification-kills": "--scheduler easy --classifier random-forest --kill-false-small "
-                            "-o order_by_probability=both -o probability_head_start=1209600 "
-                            "-o speculative_backfill=0 -o n_estimators=40 -o min_samples_leaf=50",
+    "classification-kills": "--preset recommended-classification",  # kills false small jobs and requeues them
     "probabilistic-hmm": "--scheduler probabilistic --distribution hmm",
 }
 
@@ -46,14 +46,6 @@ CONFIGS = {
 def jobs_of(path: Path) -> dict:
     with open(path, newline="") as f:
         return {(row["workload_name"], row["job_id"]): row for row in csv.DictReader(f)}
-
-
-def embedded_jobs_csv(prefix: Path) -> Path | None:
-    """Where ``simulate --batsim 5 -e PREFIX`` put jobs.csv (Batsim 5's ``PREFIX/jobs.csv``, else ours)."""
-    for path in (prefix / "jobs.csv", Path(f"{prefix}_jobs.csv")):
-        if path.is_file():
-            return path
-    return None
 
 
 def compare(real: dict, embedded: dict, tolerance: float) -> tuple[float, int, int, int]:
@@ -91,28 +83,55 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         workload = tmp / "KTH-5k.v5.json"
         workload.write_bytes(gzip.decompress(source.read_bytes()))
+        inputs = ["-p", str(platform), "-w", str(workload)]
         for name in args.configs:
             flags = shlex.split(CONFIGS[name])
             port = free_port()
-            run = timed_run(name, lambda: start_serve(["--batsim", "5", *flags], port),
-                            [batsim, "-p", str(platform), "-w", str(workload), "-e", f"{tmp / name}/", "-q",
-                             "--edc-socket-str", f"tcp://127.0.0.1:{port}", "{}"])
-            prefix = tmp / f"{name}-embedded"
-            done = subprocess.run([sys.executable, "-m", "batsched_ml.cli", "simulate", "--batsim", "5", "--quiet",
-                                   "-p", str(platform), "-w", str(workload), "-e", str(prefix), *flags],
-                                  capture_output=True, text=True)
-            embedded = embedded_jobs_csv(prefix)
-            if done.returncode or embedded is None:
-                print(f"{name}: the embedded Batsim 5 mode did not run ({done.stderr.strip()[-300:]}); real rc2 "
-                      f"ran in {run['total']:.2f} s")
+            real = timed_run(name, lambda: start_serve(["--batsim", "5", *flags], port),
+                             [batsim, *inputs, "-e", f"{tmp / name}-real/", "-q",
+                              "--edc-socket-str", f"tcp://127.0.0.1:{port}", "{}"])
+            started = time.perf_counter()
+            embedded = simulate([*inputs, "-e", f"{tmp / name}-embedded/", *flags])
+            embedded_wall = time.perf_counter() - started
+            port = free_port()
+            started = time.perf_counter()
+            server = start_serve(["--batsim", "5", *flags], port)
+            connected = simulate([*inputs, "-e", f"{tmp / name}-connected/", "--connect", f"tcp://127.0.0.1:{port}"])
+            server.wait(60)
+            connected_wall = time.perf_counter() - started
+            if embedded or connected or server.returncode:
+                print(f"{name}: a run failed: {embedded or connected or server.stderr.read()[-300:]}")
                 failed += 1
                 continue
-            worst, off, states, unpaired = compare(jobs_of(tmp / name / "jobs.csv"), jobs_of(embedded), args.tolerance)
-            ok = off == states == unpaired == 0
+            ours = tmp / f"{name}-embedded" / "jobs.csv"
+            real_csv = tmp / f"{name}-real" / "jobs.csv"
+            worst, off, states, unpaired = compare(jobs_of(real_csv), jobs_of(ours), args.tolerance)
+            rows = ours.read_bytes().splitlines()
+            differing = rows_differing(rows, (tmp / f"{name}-connected" / "jobs.csv").read_bytes().splitlines())
+            ok = off == states == unpaired == differing == 0
             failed += not ok
-            print(f"{name}: largest start difference {worst:.2e} s, {off} starts over {args.tolerance:g} s, "
-                  f"{states} final states differ, {unpaired} jobs in one file only: {'SAME' if ok else 'DIFFERENT'}")
+            print(f"{name}: rc2 + serve vs embedded: largest start difference {worst:.2e} s, {off} starts over "
+                  f"{args.tolerance:g} s, {states} final states differ, {unpaired} jobs in one file only, "
+                  f"{same_bytes(rows_differing(rows, real_csv.read_bytes().splitlines()))}; connected vs embedded: "
+                  f"{same_bytes(differing)} ({len(rows) - 1} jobs); wall: rc2 + serve {real['total']:.1f} s, "
+                  f"embedded {embedded_wall:.1f} s, connected {connected_wall:.1f} s: {'SAME' if ok else 'DIFFERENT'}",
+                  flush=True)
     return 1 if failed else 0
+
+
+def rows_differing(rows: list, other: list) -> int:
+    return sum(a != b for a, b in zip(rows, other)) + abs(len(rows) - len(other))
+
+
+def same_bytes(differing: int) -> str:
+    return "byte for byte" if differing == 0 else f"{differing} rows differ"
+
+
+def simulate(argv: list) -> str:
+    """``batsched-ml simulate --batsim 5 --quiet ARGV``: its error text, "" when it ran."""
+    done = subprocess.run([sys.executable, "-m", "batsched_ml.cli", "simulate", "--batsim", "5", "--quiet", *argv],
+                          capture_output=True, text=True)
+    return done.stderr.strip()[-300:] if done.returncode else ""
 
 
 if __name__ == "__main__":

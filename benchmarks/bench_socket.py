@@ -13,9 +13,9 @@ one. Reported per run: messages exchanged, messages per second, and where the
 server's time goes — inside ``DecisionCore.handle`` (decisions), in the JSON
 codec, and the rest (ZeroMQ transport + waiting for the simulator). The
 in-process run (no sockets) is the baseline, and its jobs CSV must equal the
-connected one. ``--batsim 5`` runs the same exchange in Batsim 5's protocol (``serve --batsim 5``
-and ``simulate --connect --batsim 5``): same timing model, so the same jobs CSV for a scheduler
-that asks for no feature changing it (no requeueing).
+connected one. ``--batsim 5`` runs the same exchange as Batsim 5.0.0-rc2 (``serve --batsim 5`` and
+``simulate --connect --batsim 5``, against the in-process ``simulate --batsim 5``: rc2's timing on
+both sides, so the same jobs CSV).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _serve(endpoint: str, scheduler: str, conn, batsim: str = "4") -> None:
 
 def bench(platform, workload, scheduler: str, transport: str, tmp: Path, batsim: str = "4") -> dict:
     t0 = time.perf_counter()
-    inproc, _ = simulate(platform, workload, build_scheduler(scheduler), prefix=tmp / "inproc")
+    inproc, _ = simulate(platform, workload, build_scheduler(scheduler), prefix=tmp / "inproc", batsim=batsim)
     inproc_wall = time.perf_counter() - t0
     endpoint = "tcp://127.0.0.1:28765" if transport == "tcp" else f"ipc://{tmp}/bench.ipc"
     ctx = mp.get_context("fork")
@@ -106,6 +106,7 @@ def record_messages(platform, workload, scheduler: str, batsim: str = "4") -> li
     from batsched_ml.protocol.v5.sessions import BatsimSession, EDCSession
     from batsched_ml.server.serve import DecisionServer, edc_hello
     from batsched_ml.simulator.engine import Simulator
+    from batsched_ml.simulator.lines import line_of
 
     nb_hosts, names, loaded = load_inputs(platform, workload)
     server, sent = DecisionServer(build_scheduler(scheduler)), []
@@ -122,7 +123,7 @@ def record_messages(platform, workload, scheduler: str, batsim: str = "4") -> li
         reply = peer.decode(server.answer(raw))
         return reply.now, reply.events
 
-    Simulator(nb_hosts, loaded, host_names=names).run(exchange)
+    Simulator(nb_hosts, loaded, host_names=names, line=line_of(batsim)).run(exchange)
     return sent
 
 

@@ -7,7 +7,7 @@ plugins (``plugins.available``) or an unknown name, ``--preset`` among the prese
 name, and for ``--policy`` also the specs
 (``expr:``, ``learned:FILE#k``, ``rl:FILE`` with the shipped files, a missing file); a flag with choices among them; a switch on
 or off; a typed value among valid and invalid ones; and ``-o KEY=VALUE`` among the keys the drawn
-configuration's constructors declare (``options.option_schema``), or a misspelt one. A new
+configuration's constructors declare (``config.resolve.option_schema``), or a misspelt one. A new
 plugin, flag or constructor parameter is drawn without editing this file (an unknown kind of flag
 fails loudly instead of being skipped).
 
@@ -30,14 +30,12 @@ from hypothesis import strategies as st
 from random_cases import fcfs_ordered, workload_list
 from threadpoolctl import threadpool_limits
 
-from batsched_ml import presets
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
 from batsched_ml.cli import build_parser, main
-from batsched_ml.compose import resolve
-from batsched_ml.config import RunConfig
-from batsched_ml.options import option_schema, show_default
-from batsched_ml.plugins import load
-from batsched_ml.plugins import GROUPS, SINGULAR, available
+from batsched_ml.config import presets
+from batsched_ml.config.declare import RunConfig
+from batsched_ml.config.plugins import GROUPS, SINGULAR, available, load
+from batsched_ml.config.resolve import option_schema, resolve, show_default
 from batsched_ml.workloads.loader import write_workload
 from batsched_ml.workloads.platform import write_platform
 
@@ -140,7 +138,7 @@ def _options(draw, config: dict) -> list:
 
 
 def _valid_option_keys(config: dict) -> dict | None:
-    """``{key: default}`` of every ``-o`` key the drawn plugins declare (``options.option_schema``);
+    """``{key: default}`` of every ``-o`` key the drawn plugins declare (``config.resolve.option_schema``);
     None when the plugins alone are refused (the run is then refused before ``-o`` matters)."""
     names = {kind: config.get(SINGULAR[kind]) for kind in GROUPS}
     chosen = {SINGULAR[kind]: name for kind, name in names.items() if name is not None}

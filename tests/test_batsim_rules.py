@@ -196,6 +196,67 @@ def test_rl_environment_checks_a_workload_dict():
         SchedulingEnv(workload, sequence_length=2)
 
 
+def base_v5_workload() -> dict:
+    """base_workload() as Batsim 5 reads it (``DelayProfile``; no walltime: the member left out)."""
+    return {"nb_res": 16,
+            "jobs": [{"id": 1, "subtime": 0, "res": 2, "walltime": 100, "profile": "d10"},
+                     {"id": "two", "subtime": 5.5, "res": 4, "profile": "d10", "extra_data": {"user": 3}}],
+            "profiles": {"d10": {"type": "DelayProfile", "delay": 10}}}
+
+
+# Batsim 5.0.0-rc2's rules (its jobs.cpp, profiles.cpp), for a workload naming its profile types
+# (same shape as WORKLOAD_RULES, mutations of base_v5_workload())
+V5_WORKLOAD_RULES = [
+    ("Batsim 5 profile types", profile("old", type="delay", delay=10),
+     "its profiles mix Batsim 4.2.1 types (delay) and Batsim 5 types (DelayProfile)"),
+    ("Batsim 5 profile types", profile("s", type="ForkJoinCompositionProfile", seq=["d10"]),
+     "'type' must be one of DelayProfile, ParallelTaskProfile"),
+    ("delay", profile(type="DelayProfile", delay=0), "'delay' must be a strictly positive number, got 0"),
+    ("parallel com", profile("p", type="ParallelTaskProfile", cpu=[1, 1], com=[0] * 3),
+     "'com' has 3 elements where 2 'cpu' entries need 2x2"),
+    ("composed seq", profile("c", type="SequentialCompositionProfile", seq=["d10", "nope"]),
+     "composed profile 'c' uses profile 'nope', which is not defined"),
+    ("Batsim 5 trace replay", profile("t", type="TraceReplayProfile", trace_type="Paje", filename="t.txt"),
+     "'trace_type' must be SMPI or FractionalComputation, got 'Paje'"),
+    ("Batsim 5 trace replay", profile("t", type="TraceReplayProfile", trace_type="SMPI", filename="absent.txt"),
+     "its 'filename' 'absent.txt' is not a file"),
+    ("Batsim 5 walltime", job(walltime=-1), "'walltime' is -1: Batsim 5 wants a strictly positive number, or no "
+     "'walltime' member"),
+    ("Batsim 5 extra_data", job(extra_data=3), "'extra_data' must be a string, an object or an array, got 3"),
+]
+V5_IDS = [f"{i}-{rule}" for i, (rule, _, _) in enumerate(V5_WORKLOAD_RULES)]
+
+
+def write_v5_case(tmp_path: Path, mutation) -> Path:
+    workload = base_v5_workload()
+    mutation(workload)
+    path = tmp_path / "bad.v5.json"
+    path.write_text(json.dumps(workload))
+    return path
+
+
+def test_the_base_v5_workload_is_valid(tmp_path, capsys):
+    path = write_v5_case(tmp_path, lambda w: None)
+    assert len(load_workload(path)["jobs"]) == 2
+    code, _, err = run(capsys, "simulate", "--batsim", "5", "-p", PLATFORM, "-w", path, "-e", f"{tmp_path}/",
+                       "--quiet")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("rule, mutation, fragment", V5_WORKLOAD_RULES, ids=V5_IDS)
+def test_batsim5_workloads_follow_batsim5s_rules(tmp_path, capsys, rule, mutation, fragment):
+    """The same rule set (``protocol.descriptions``) with Batsim 5's type names and job rules: the
+    loader refuses, ``simulate --batsim 5`` says it in one line."""
+    path = write_v5_case(tmp_path, mutation)
+    with pytest.raises(WorkloadError) as caught:
+        load_workload(path)
+    assert fragment in str(caught.value)
+    code, _, err = run(capsys, "simulate", "--batsim", "5", "-p", PLATFORM, "-w", path, "-e", f"{tmp_path}/",
+                       "--quiet")
+    assert_one_line(code, err, fragment)
+    assert not (tmp_path / "jobs.csv").exists()
+
+
 def _job_submitted(job: dict, profile: dict | None = None) -> str:
     data = {"job_id": "w0!1", "job": dict(job, id="w0!1")}
     if profile is not None:
@@ -299,5 +360,5 @@ def test_docs_table_lists_every_rule():
     text = SIMULATOR_DOC.read_text()
     table = text[text.index("## What Batsim refuses"):]
     rows = {m.group(1) for m in re.finditer(r"^\| `([^`]+)`", table, re.M)}
-    rules = {rule for rule, _, _ in WORKLOAD_RULES} | {rule for rule, _, _ in PLATFORM_RULES}
+    rules = {rule for rules in (WORKLOAD_RULES, V5_WORKLOAD_RULES, PLATFORM_RULES) for rule, _, _ in rules}
     assert rules <= rows, sorted(rules - rows)

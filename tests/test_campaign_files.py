@@ -17,7 +17,7 @@ import pytest
 from batsched_ml.campaign.aggregates import aggregate_table
 from batsched_ml.campaign.spec import CampaignError, PaperRef, TableSpec, load_campaign
 from batsched_ml.campaign.tasks import task_key
-from batsched_ml.config import RunConfig
+from batsched_ml.config.declare import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"

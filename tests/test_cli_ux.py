@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml import cli, validation
+from batsched_ml import cli
 from batsched_ml.analysis import compute_metrics
+from batsched_ml.config import validate
 from batsched_ml.runner import build_scheduler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,8 +115,8 @@ def test_python_api_validates_too():
 
 @pytest.mark.parametrize("value", [True, "5", math.nan, -math.inf, None])
 def test_check_number_refuses_what_is_not_a_finite_number(value):
-    with pytest.raises(validation.ValidationError, match="must be"):
-        validation.positive(value, "x")
+    with pytest.raises(validate.ValidationError, match="must be"):
+        validate.positive(value, "x")
 
 
 # ----------------------------------------------------------- §8 small CLI things

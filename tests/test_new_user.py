@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from batsched_ml import cli, interrupts
+from batsched_ml.config.validate import max_cores
 from batsched_ml.protocol import codec
-from batsched_ml.validation import max_cores
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = str(ROOT / "platforms" / "cluster-100.xml")

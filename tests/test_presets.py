@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml import cli, presets
-from batsched_ml.compose import resolve, run_label
-from batsched_ml.config import RunConfig
+from batsched_ml import cli
+from batsched_ml.config import presets
+from batsched_ml.config.declare import RunConfig
+from batsched_ml.config.resolve import resolve, run_label
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOAD = ROOT / "workloads" / "KTH-SP2-1k.json"

@@ -8,8 +8,8 @@ otherwise. Building rc2 is not part of this repository (``../shared/golden-v5/BU
   equals the one rc2 wrote with its own process scheduler (``golden-v5/outputs``);
 * rc2 drives a kill-and-requeue scheduler (``dynamic_registration`` + acknowledgements): the recorded
   EDC's run (``golden-v5/outputs/tiny6-killrequeue-json``), job for job;
-* our Batsim 5 peer (``simulate --connect --batsim 5``) drives rc2's process-edc: the schedule of the
-  embedded simulator with our fcfs;
+* our Batsim 5 peer (``simulate --connect --batsim 5``) drives rc2's process-edc: the jobs.csv rc2
+  wrote with it, and the embedded simulator's with our fcfs (no Batsim 5 needed, only process-edc);
 * KTH-5k (``slow``): every configuration of issue 41 runs to the end, every job ending once.
 """
 
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-from batsim5_replay import DATA, WORKLOADS, PreemptOnce
-from batsched_ml.compose import build_scheduler as build_configured
-from batsched_ml.config import RunConfig
+from batsched_ml.config.compose import build_scheduler as build_configured
+from batsched_ml.config.declare import RunConfig
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.server.peer import run_connected
 from batsched_ml.server.serve import ServerStats, run_server
+from batsim5_replay import DATA, WORKLOADS, PreemptOnce
 from conftest import shared_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,24 +121,26 @@ def test_rc2_drives_a_kill_and_requeue(tmp_path):
     assert ours["15#1"]["profile"] == "w0!d3477#1" and ours["15"]["final_state"] == "COMPLETED_KILLED"
 
 
-@needs_batsim5
 @needs_process_edc
 def test_our_batsim5_peer_drives_rc2s_process_scheduler(tmp_path):
+    """Our peer is rc2 to rc2's own C++ process scheduler (JSON mode): the jobs file rc2 wrote with
+    that scheduler (``golden-v5/outputs``), byte for byte, and so the in-process ``--batsim 5`` run."""
     endpoint = free_endpoint()
     edc = subprocess.Popen([PROCESS_EDC, "--socket-endpoint", endpoint], stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     try:
-        result = run_connected(PLATFORM_16, ROOT / "tests" / "data" / "tiny.json.gz", endpoint, tmp_path / "peer",
-                               timeout=60, batsim="5")
+        result = run_connected(PLATFORM_16, WORKLOADS / "tiny.v5.json", endpoint, f"{tmp_path}/peer-", timeout=60,
+                               batsim=5)
         assert edc.wait(30) == 0, edc.stderr.read()
     finally:
         if edc.poll() is None:
             edc.kill()
             edc.wait()
-    assert not result.unfinished
-    inproc, _ = simulate(PLATFORM_16, ROOT / "tests" / "data" / "tiny.json.gz", build_scheduler("fcfs"),
-                         prefix=tmp_path / "inproc")
-    assert (tmp_path / "peer_jobs.csv").read_bytes() == (tmp_path / "inproc_jobs.csv").read_bytes()
+    assert not result.unfinished and result.messages == 118  # as in the recorded exchange
+    peer = (tmp_path / "peer-jobs.csv").read_bytes()
+    assert peer == (DATA / "outputs" / "tiny-fcfs-process-json" / "jobs.csv").read_bytes()
+    simulate(PLATFORM_16, WORKLOADS / "tiny.v5.json", build_scheduler("fcfs"), prefix=f"{tmp_path}/inproc-", batsim=5)
+    assert peer == (tmp_path / "inproc-jobs.csv").read_bytes()
 
 
 # ------------------------------------------------------------------ KTH-5k, every configuration of issue 41

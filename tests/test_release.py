@@ -47,7 +47,7 @@ def _source_copy(tmp: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     for name in ("workloads", "platforms"):
         shutil.copytree(ROOT / name, src / name)
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, src / name)
     return src
 
@@ -104,11 +104,14 @@ def test_the_wheel_carries_the_samples_and_the_one_version(installed):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         metadata = z.read(f"batsched_ml-{batsched_ml.__version__}.dist-info/METADATA").decode()
+        (license_file,) = [n for n in names if ".dist-info/" in n and n.endswith("/LICENSE")]
+        assert z.read(license_file) == (ROOT / "LICENSE").read_bytes()
         for sample in ("KTH-SP2-1k.json", "cluster-100.xml", "cluster-16.xml"):
             data = z.read(f"batsched_ml/samples/{sample}")  # the files themselves, not links
             assert data == (ROOT / ("workloads" if sample.endswith(".json") else "platforms") / sample).read_bytes()
-    assert "batsched_ml/presets.py" in names
+    assert "batsched_ml/config/presets.py" in names
     assert re.search(rf"^Version: {re.escape(batsched_ml.__version__)}$", metadata, re.M)
+    assert re.search(r"^License: MIT$", metadata, re.M)
 
 
 def test_the_installed_wheel_runs_the_quick_start_and_plugins_from_anywhere(installed, tmp_path):

@@ -175,8 +175,8 @@ def test_runs_that_differ_by_an_option_have_different_labels_and_legends(tmp_pat
 
 
 def test_serve_names_its_configuration_with_its_options():
-    from batsched_ml.compose import resolve, run_label
-    from batsched_ml.config import RunConfig
+    from batsched_ml.config.declare import RunConfig
+    from batsched_ml.config.resolve import resolve, run_label
 
     assert run_label(resolve(RunConfig(scheduler="conservative", options={"compiled": False}))) == \
         "conservative fcfs, compiled=false"

@@ -180,7 +180,7 @@ def _check_runtime(a: _Attempt, profile, walltime: float, tol: float, out: list)
         return
     if abs(a.start + a.execution - a.finish) > tol * max(1.0, a.finish) * 2:
         out.append(Violation("runtime", a.id, f"start {a.start:f} + execution {a.execution:f} != finish {a.finish:f}"))
-    if not profile or profile.get("type") != "delay":
+    if not profile or profile.get("type") not in ("delay", "DelayProfile"):  # Batsim 4.2.1's name, Batsim 5's
         return
     delay = float(profile["delay"])
     if 0 <= walltime <= delay:

@@ -27,8 +27,10 @@ from .jobs_csv import (  # noqa: F401 - the reading side, importable from here a
     REJECTED,
     JobsTable,
     read_jobs_csv,
+    read_schedule,
     read_schedule_csv,
     schedule_csv_for,
+    schedule_file_for,
 )
 
 
@@ -218,15 +220,15 @@ def compute_metrics(source: Source, taus: Sequence[float] = (10.0, 60.0),
       ``walltime_reached``, ``failed``, ``killed`` (jobs whose final attempt was killed),
       ``rejected``, ``requeued_jobs``, ``killed_attempts``, ``wasted_core_seconds``.
     """
-    from ..validation import positive_int, tau as check_tau
+    from ..config.validate import positive_int, tau as check_tau
 
     taus = [check_tau(t) for t in taus]
     positive_int(nb_cores, "nb_cores", "machine size", allow_none=True)
     r, path = _as_records(source)
     if nb_cores is None and path is not None:
-        schedule = schedule_csv_for(path)
+        schedule = schedule_file_for(path)
         if schedule is not None:
-            nb_cores = read_schedule_csv(schedule).get("nb_computing_machines")
+            nb_cores = read_schedule(schedule).get("nb_computing_machines")
     state = r.final_state
     m: dict = {
         "jobs": len(r),

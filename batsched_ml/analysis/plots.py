@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.validate import tau as check_tau
 from ..errors import PlotError
-from ..validation import tau as check_tau
 from .metrics import cumulative_bsld, merge_attempts, read_jobs_csv
 
 KINDS = ("cumbsld", "wait-ecdf")
@@ -79,20 +79,31 @@ def save_figure(plt, fig, output) -> None:
     plt.close(fig)
 
 
-def _prefix(path) -> str:
+def _jobs_file_stem(path):
+    """A jobs file's name without ``jobs.csv``: ``easy_`` (Batsim 4.2.1's ``easy_jobs.csv``), ``easy-`` or
+    ``""`` (Batsim 5's ``easy-jobs.csv``, ``easy/jobs.csv``); None for another name."""
     name = Path(path).name
-    for suffix in ("_jobs.csv", "_jobs.csv.gz"):
+    for suffix in ("jobs.csv", "jobs.csv.gz"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
-    return Path(path).stem
+    return None
+
+
+def _prefix(path) -> str:
+    """The run's name from its export prefix: ``out/easy_jobs.csv`` -> ``easy``, Batsim 5's
+    ``out/easy/jobs.csv`` -> ``easy``."""
+    stem = _jobs_file_stem(path)
+    if stem is None:
+        return Path(path).stem
+    return stem.rstrip("_-.") or Path(path).parent.name
 
 
 def run_label(path) -> str:
     """The ``label`` of the run's ``PREFIX_run.json`` (e.g. ``easy fcfs, eloss/incremental, sjbf``)
     when present, else the prefix: ``out/easy_jobs.csv`` -> ``easy``."""
-    info = Path(path).with_name(_prefix(path) + "_run.json")
+    stem = _jobs_file_stem(path)
     try:
-        label = json.loads(info.read_text()).get("label")
+        label = json.loads(Path(path).with_name(stem + "run.json").read_text()).get("label") if stem is not None else None
     except (OSError, ValueError, AttributeError):
         label = None
     return label if isinstance(label, str) and label else _prefix(path)

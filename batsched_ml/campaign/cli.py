@@ -109,7 +109,7 @@ def cmd_check(args) -> int:
 
 def add_campaign_commands(sub) -> None:
     """Register ``campaign`` and its sub-commands on the top-level subparsers."""
-    from ..validation import arg, non_negative_int
+    from ..config.validate import arg, non_negative_int
 
     p = sub.add_parser("campaign", help="traces x configs x seeds as a TOML file, run on Dask, cached "
                                         "(docs/campaigns.md)")

@@ -47,7 +47,7 @@ class DeclaredPath:
 def check_keys(table: dict, valid, where: str) -> None:
     """A :class:`CampaignError` naming every key of ``table`` not in ``valid``, with the valid key
     each one is probably a typo of."""
-    from ..config import did_you_mean
+    from ..config.declare import did_you_mean
 
     unknown = [k for k in table if k not in valid]
     if unknown:
@@ -150,7 +150,7 @@ def _resolve(name: str, raw: dict, resolved: dict, chain: tuple) -> dict:
     if parent in chain or parent == name:
         raise CampaignError(f"{where}: a cycle: {' -> '.join((*chain, name, parent))}")
     if parent not in raw:
-        from ..config import did_you_mean
+        from ..config.declare import did_you_mean
 
         raise CampaignError(f"{where} {parent!r}: no such config{did_you_mean(parent, raw)}; configs: {', '.join(raw)}")
     inherited = _resolve(parent, raw, resolved, (*chain, name))

@@ -99,14 +99,14 @@ class TaskKind:
 
 
 def kind_names() -> list[str]:
-    from ..plugins import available
+    from ..config.plugins import available
 
     return list(available("campaign_tasks"))
 
 
 def get_kind(name: str, where: str = "") -> TaskKind:
     """The kind registered as ``name`` (a :class:`CampaignError` naming the known ones if none)."""
-    from ..plugins import PluginError, load
+    from ..config.plugins import PluginError, load
 
     if not isinstance(name, str):
         raise CampaignError(f"{where} kind must be a name such as \"simulate\", not {name!r}".strip())

@@ -79,10 +79,11 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                 for unit in units[cut]:
                     tasks.append(Task(trace=spec.name, window=unit.window, window_start=unit.window_start,
                                       config=config.name, seed=seed, argv=config.argv, nb_jobs=unit.nb_jobs,
-                                      key=task_key(unit.digest, settings, version, kind=kind.name,
+                                      key=task_key(unit.digest, settings, version, config.batsim, kind=kind.name,
                                                    needs={**needs, **kind.file_digests(settings)}),
                                       timeout=campaign.task_timeout, settings=kind.with_files(settings, files),
-                                      kind=kind.name, inputs=unit.inputs, needs=tuple(needs.values())))
+                                      kind=kind.name, inputs=unit.inputs, needs=tuple(needs.values()),
+                                      batsim=config.batsim))
     return tasks
 
 

@@ -2,9 +2,9 @@
 
 The file is first expanded (``expand``: ``extends`` and matrices), then checked here.
 Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fields of
-:class:`batsched_ml.config.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
+:class:`batsched_ml.config.declare.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
 plus ``options`` (and ``axes``, its labels in the report's tables), and becomes that object
-directly (no command line is re-parsed); it is validated and built by ``batsched_ml.compose``
+directly (no command line is re-parsed); it is validated and built by ``batsched_ml.config.compose``
 like ``simulate``'s flags -- one vocabulary, one validation. Traces and where their files are:
 ``traces``. A config's ``kind`` (default ``simulate``) may name another task kind (``kinds``), whose
 keys it then takes; ``[train.NAME]`` tables are trainings whose files configs name ``@NAME``.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import did_you_mean, table_keys
+from ..config.declare import did_you_mean, table_keys
 from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
 from .kinds import get_kind, references
 from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
@@ -23,7 +23,8 @@ from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 __all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "TrainingSpec",
            "config_argv", "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
 
-CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
+CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout", "batsim")
+BATSIM_LINES = (4, 5)  # ``batsim``: the Batsim line a config's runs follow (4.2.1, 5.0.0-rc2)
 TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title", "decimals", "traces", "configs")
 # keys of every config table, whatever its kind: the kind, its own seeds and traces, its labels
 COMMON_KEYS = ("kind", "seeds", "traces", "axes")
@@ -33,14 +34,15 @@ PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
 
 def config_keys() -> list[str]:
     """Every run-setting key a ``simulate`` ``[configs.NAME]`` table accepts (besides ``axes``,
-    ``extends``, ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs."""
-    return table_keys() + ["seeds"]
+    ``extends``, ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs;
+    ``batsim``: the Batsim line its runs follow (``simulate --batsim``; default the campaign's, else 4)."""
+    return table_keys() + ["seeds", "batsim"]
 
 
 def config_argv(table: dict, where: str) -> tuple[str, ...]:
     """The flags of its kind's command equivalent to a config table, as written (not resolved);
-    its ``seeds``, ``traces`` and ``kind`` pick runs and are no flag."""
-    settings = {k: v for k, v in table.items() if k not in COMMON_KEYS}
+    its ``seeds``, ``traces``, ``kind`` and ``batsim`` pick runs and are no flag."""
+    settings = {k: v for k, v in table.items() if k not in (*COMMON_KEYS, "batsim")}
     return get_kind(table.get("kind", "simulate"), where).argv(settings, where)
 
 
@@ -55,6 +57,7 @@ class ConfigSpec:
     kind: str = "simulate"
     traces: tuple[str, ...] | None = None  # the traces it runs on (None: every trace)
     needs: tuple[str, ...] = ()  # the trainings whose files it names (@NAME)
+    batsim: int = 4  # the Batsim line its runs follow (``simulate --batsim``; simulate configs only)
 
     @property
     def command(self) -> str:
@@ -253,13 +256,14 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
         problems.found.append("no configuration: add a [configs.NAME] table")
     traces = {n: spec for n, t in traces_t.items()
               if (spec := problems.check(lambda n=n, t=t: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir)))}
+    batsim = problems.check(_batsim, head.get("batsim", 4), "[campaign] batsim", default=4)
     train_t = problems.check(as_table, data.get("train", {}), "[train]", default={})
     trainings = {n: spec for n, t in train_t.items()
                  if (spec := problems.check(lambda n=n, t=t: _training(n, as_table(t, f"[train.{n}]"), traces,
                                                                        head.get("seeds", [0]))))}
     configs = {n: spec for n, t in configs_t.items()
                if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"), traces_t,
-                                                                  train_t, trainings)))}
+                                                                  train_t, trainings, batsim)))}
     baseline = head.get("baseline", next(iter(configs_t), None))
     if baseline is not None and baseline not in configs_t:
         problems.found.append(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs_t)}")
@@ -350,6 +354,12 @@ def _trace_names(value, where: str, known: dict) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _batsim(value, where: str) -> int:
+    if isinstance(value, bool) or value not in BATSIM_LINES:
+        raise CampaignError(f"{where} must be 4 (Batsim 4.2.1) or 5 (Batsim 5.0.0-rc2), not {value!r}")
+    return int(value)
+
+
 def _training(name: str, table: dict, traces: dict, campaign_seeds) -> TrainingSpec:
     """A ``[train.NAME]`` table: its kind (one that writes a file), the traces it reads, its seeds."""
     where = f"[train.{name}]"
@@ -370,9 +380,10 @@ def _training(name: str, table: dict, traces: dict, campaign_seeds) -> TrainingS
                         {n: traces[n] for n in names}, seeds)
 
 
-def _config(name: str, table: dict, traces: dict, train_tables: dict, trainings: dict) -> ConfigSpec:
+def _config(name: str, table: dict, traces: dict, train_tables: dict, trainings: dict, batsim: int = 4) -> ConfigSpec:
     """A ``[configs.NAME]`` table as its kind's resolved settings, built once so that an unknown
-    plugin or option fails now, not in every task. ``@NAME`` values name a training's file."""
+    plugin or option fails now, not in every task. ``@NAME`` values name a training's file;
+    ``batsim``: the campaign's Batsim line, which a simulate table's own ``batsim`` overrides."""
     where = f"[configs.{name}]"
     kind = get_kind(table.get("kind", "simulate"), where)
     if kind.output is not None:
@@ -382,6 +393,9 @@ def _config(name: str, table: dict, traces: dict, train_tables: dict, trainings:
         raise CampaignError(f"{where}: axes must be a table of labels, e.g. axes = {{ policy = \"fcfs\" }}")
     seeds = _seeds(table.get("seeds"), f"{where} seeds")
     runs_on = _trace_names(table["traces"], where, traces) if "traces" in table else None
+    if kind.name == "simulate":  # the Batsim line a simulation follows (no setting of other kinds)
+        batsim = _batsim(table.get("batsim", batsim), f"{where} batsim")
+        table = {k: v for k, v in table.items() if k != "batsim"}
     table = {k: v for k, v in table.items() if k not in ("seeds", "traces")}
     settings = {k: v for k, v in table.items() if k not in COMMON_KEYS}
     named = references(settings)
@@ -396,7 +410,8 @@ def _config(name: str, table: dict, traces: dict, train_tables: dict, trainings:
         if missing:
             raise CampaignError(f"{where} seeds: [train.{training}] has no seed {missing[0]} (its seeds: "
                                 f"{', '.join(map(str, trainings[training].seeds))})")
-    argv = kind.argv(settings, where)
+    argv = kind.argv(settings, where) + (("--batsim", "5") if kind.name == "simulate" and batsim == 5 else ())
     deferred = frozenset(k for k, v in settings.items() if references(v))
     config = kind.settings(settings, where, deferred)
-    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds, kind.name, runs_on, tuple(sorted(named)))
+    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds, kind.name, runs_on,
+                      tuple(sorted(named)), batsim if kind.name == "simulate" else 4)

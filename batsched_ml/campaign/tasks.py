@@ -1,7 +1,7 @@
 """One campaign task, executed on a Dask worker: of the built-in kind ``simulate`` (:class:`SimulateKind`),
 one ``batsched-ml simulate`` run; of another kind (``kinds``), what that kind's ``run`` does.
 
-A simulate task carries its :class:`~batsched_ml.config.RunConfig` (the one ``simulate`` builds from
+A simulate task carries its :class:`~batsched_ml.config.declare.RunConfig` (the one ``simulate`` builds from
 its flags), builds its scheduler with the same ``compose.build_scheduler`` and scores the run
 with the same ``compute_metrics`` call, so its numbers are those of ``simulate`` for the same
 inputs, bit for bit. It writes nothing outside a temporary directory (in the worker's scratch
@@ -49,6 +49,7 @@ class Task:
     inputs: dict = field(default_factory=dict)  # the unit's (simulate: workload and platform files)
     needs: tuple[str, ...] = ()  # the keys of the trainings whose files it reads
     workdir: str | None = None  # a directory kept between runs (a training's checkpoint)
+    batsim: int = 4  # the Batsim line a simulation follows (``simulate --batsim``)
 
     @property
     def label(self) -> str:
@@ -95,11 +96,15 @@ def code_version() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def task_key(input_digest: str, settings, version: str, kind: str = "simulate", needs: dict | None = None) -> str:
-    """Cache key: the files read, the resolved settings (seed included), the code version, and for
-    another kind than ``simulate`` the kind and the keys of the trainings whose files it reads
-    (``needs``: ``{NAME: key}``; the settings name them ``@NAME``)."""
+def task_key(input_digest: str, settings, version: str, batsim: int = 4, kind: str = "simulate",
+             needs: dict | None = None) -> str:
+    """Cache key: the files read, the resolved settings (seed included), the code version, the Batsim
+    line (a Batsim 4.2.1 run's key is the one it had before there were two), and for another kind than
+    ``simulate`` the kind and the keys of the trainings whose files it reads (``needs``: ``{NAME: key}``;
+    the settings name them ``@NAME``)."""
     parts = {"inputs": input_digest, "config": settings.to_dict(), "version": version}
+    if batsim != 4:
+        parts["batsim"] = batsim
     if kind != "simulate":
         parts["kind"] = kind
     if needs:
@@ -148,19 +153,19 @@ def run_task(task: Task) -> dict:
 
 
 class SimulateKind(TaskKind):
-    """The built-in kind: a ``[configs.NAME]`` table is a :class:`~batsched_ml.config.RunConfig`
+    """The built-in kind: a ``[configs.NAME]`` table is a :class:`~batsched_ml.config.declare.RunConfig`
     (the ``simulate`` flags by name), simulated on each window of the converted trace."""
 
     name = "simulate"
     command = "batsched-ml simulate"
 
     def keys(self) -> list[str]:
-        from ..config import table_keys
+        from ..config.declare import table_keys
 
         return table_keys()
 
     def argv(self, table: dict, where: str) -> tuple[str, ...]:
-        from ..config import ConfigError, RunConfig
+        from ..config.declare import ConfigError, RunConfig
         from .expand import CampaignError
 
         try:
@@ -173,8 +178,9 @@ class SimulateKind(TaskKind):
         task; a value naming a training's file is not built (the file is not there yet)."""
         import warnings
 
-        from ..compose import build_scheduler, resolve
-        from ..config import RunConfig
+        from ..config.compose import build_scheduler
+        from ..config.declare import RunConfig
+        from ..config.resolve import resolve
         from .expand import CampaignError
 
         try:
@@ -218,7 +224,7 @@ def simulate_task(task: Task) -> dict:
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..run_outputs import complete_report
     from ..runner import simulate
 
@@ -231,14 +237,15 @@ def simulate_task(task: Task) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result, _ = simulate(task.inputs["platform"], task.inputs["workload"], scheduler, prefix=Path(tmp) / "run",
-                                     progress=_Deadline(task.timeout) if task.timeout else None)
+                                     progress=_Deadline(task.timeout) if task.timeout else None, batsim=task.batsim)
         except TaskTimeout as stop:
             return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
         wall = time.perf_counter() - t0
         records = merge_attempts(read_jobs_csv(result.jobs_csv))
         metrics = compute_metrics(records, nb_cores=result.schedule.get("nb_computing_machines"))
+        schedule = "_schedule.json.gz" if task.batsim == 5 else "_schedule.csv.gz"  # Batsim's format, our name
         files = {name: gzip.compress(Path(path).read_bytes(), compresslevel=GZIP_LEVEL, mtime=0)
-                 for name, path in (("_jobs.csv.gz", result.jobs_csv), ("_schedule.csv.gz", result.schedule_csv))}
+                 for name, path in (("_jobs.csv.gz", result.jobs_csv), (schedule, result.schedule_file))}
     from .results import FLAT_FROM_METRICS
 
     row = {"trace": task.trace, "window": task.window, "config": task.config, "seed": task.seed,

@@ -7,13 +7,13 @@ import json
 import sys
 
 from .. import interrupts
-from .. import validation as check
+from ..config import validate as check
 
 
 def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
-    from ..compose import resolve
-    from ..config import RunConfig
+    """The run configuration the flags describe, validated against the plugins (``config.resolve``)."""
+    from ..config.declare import RunConfig
+    from ..config.resolve import resolve
 
     if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
         for item in args.option or []:
@@ -27,7 +27,8 @@ def cmd_convert(args) -> int:
     from ..workloads import convert_swf
 
     report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
-                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty)
+                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty,
+                         batsim=args.batsim)
     print(report)
     for warning in report.all_warnings():
         print(f"batsched-ml: warning: {warning}", file=sys.stderr)
@@ -45,14 +46,18 @@ def _stop_status(exc) -> str:
 
 def cmd_simulate(args) -> int:
     from ..analysis import compute_metrics, format_metrics
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..progress import ProgressReporter
     from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
                               write_connected_description, write_job_details, write_run_description)
     from ..runner import simulate
+    from ..simulator.lines import line_of
 
     _warn_deprecated_dynamic_jobs(args)
-    if getattr(args, "batsim", "4") == "5":
+    line = line_of(getattr(args, "batsim", 4))
+    if getattr(args, "export", None) is None:
+        args.export = DEFAULT_EXPORT[line.major]
+    if line.major == 5:
         _check_batsim5_flags(args)
     if args.connect:
         _refuse_scheduler_flags(args)
@@ -62,13 +67,15 @@ def cmd_simulate(args) -> int:
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
 
+    separator = line.file_separator
+
     def describe_run():  # once the inputs are read and the CSVs open: never left alone
-        details["run"] = run_description_path(args.export)  # marked below, however we stop
+        details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
         if args.connect:
             write_connected_description(args.connect, args.export, args.platform, args.workload,
-                                        bool(args.dynamic_jobs))
+                                        bool(args.dynamic_jobs), line.name, separator)
         else:
-            write_run_description(config, args.export, args.platform, args.workload)
+            write_run_description(config, args.export, args.platform, args.workload, line.name, separator)
 
     try:
         if args.connect:
@@ -78,9 +85,10 @@ def cmd_simulate(args) -> int:
             report = {}
         else:
             result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
+                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run,
+                                    batsim=line)
             report = scheduler.report()
-            details.update(write_job_details(scheduler, args.export))
+            details.update(write_job_details(scheduler, args.export, separator))
             rejected = core.rejected
         mark_run(details["run"], COMPLETE)
     except BaseException as exc:
@@ -101,7 +109,9 @@ def cmd_simulate(args) -> int:
         progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
-    files = {"jobs": result.jobs_csv, "schedule": result.schedule_csv, **details}
+    files = {"jobs": result.jobs_csv, "schedule": result.schedule_file, **details}
+    if line.major == 5:  # rc2's third file
+        files["real_exec_info"] = line.output(args.export, "real_exec_info.json")
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
                                                    "jobs_csv": result.jobs_csv,
@@ -116,8 +126,8 @@ def cmd_simulate(args) -> int:
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
-    for line in rejection_summary(rejected):
-        print(line, file=sys.stderr)
+    for text in rejection_summary(rejected, reasons_in_csv=line.major == 4):
+        print(text, file=sys.stderr)
     if result.nb_jobs == 0:
         print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
     if result.unfinished:
@@ -127,9 +137,12 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+DEFAULT_EXPORT = {4: "out/out", 5: "out/"}  # -e's default: ours for 4.2.1 (out/out_jobs.csv), rc2's for 5
+
+
 def _refuse_scheduler_flags(args) -> None:
     """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
-    from ..config import settings
+    from ..config.declare import settings
 
     for name, spec in settings().items():
         if getattr(args, name, None) not in (None, False):
@@ -147,18 +160,16 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
 
 
 def _check_batsim5_flags(args) -> None:
-    """``simulate --batsim 5``: Batsim 5 has no dynamic-jobs flag (the scheduler's hello asks), and
-    the embedded simulator speaks it to an external scheduler (``--connect``)."""
+    """``simulate --batsim 5``: Batsim 5 has no dynamic-jobs flag (the scheduler asks for dynamic
+    registration in its hello; in-process, when it requeues)."""
     if args.dynamic_jobs is not None:
         raise ValueError("--enable-dynamic-jobs is a Batsim 4.2.1 flag: under --batsim 5 the scheduler asks for "
-                         "dynamic registration in its hello")
-    if not args.connect:
-        raise ValueError("--batsim 5 needs --connect ENDPOINT (the embedded simulator speaks Batsim 5 to an "
-                         "external scheduler, e.g. batsched-ml serve --batsim 5)")
+                         "dynamic registration in its hello (in-process: when it kills and requeues)")
 
 
 def cmd_serve(args) -> int:
-    from ..compose import build_scheduler, run_label
+    from ..config.compose import build_scheduler
+    from ..config.resolve import run_label
     from ..server.serve import serve
 
     config = run_config(args)
@@ -238,8 +249,8 @@ def cmd_check(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    from ..config import RunConfig
-    from ..presets import PRESETS
+    from ..config.declare import RunConfig
+    from ..config.presets import PRESETS
 
     for preset in PRESETS.values():
         flags = " ".join(RunConfig(**preset.values()).argv())
@@ -252,7 +263,7 @@ def cmd_presets(args) -> int:
 
 
 def cmd_plugins(args) -> int:
-    from ..options import describe_plugins
+    from ..config.resolve import describe_plugins
 
     for line in describe_plugins():
         print(line)

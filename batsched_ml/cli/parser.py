@@ -7,15 +7,15 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from .. import validation as check
-from ..validation import arg
+from ..config import validate as check
+from ..config.validate import arg
 from .commands import (cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_presets, cmd_serve,
                        cmd_simulate)
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
-    from ..config import add_arguments
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.declare.RunConfig``."""
+    from ..config.declare import add_arguments
 
     add_arguments(parser.add_argument_group("scheduler"))
 
@@ -95,12 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
                    "time, or drop the job")
     p.add_argument("--allow-empty", action="store_true",
                    help="write the workload even when no job of the trace is usable (default: an error, exit 2)")
+    p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
+                   help="the Batsim line of the workload: 4 (4.2.1: delay profiles) or 5 (DelayProfile, and each "
+                   "job's user in its extra_data, the only job member Batsim 5 forwards to the scheduler)")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
     p.add_argument("-p", "--platform", required=True, help="SimGrid platform XML")
     p.add_argument("-w", "--workload", required=True, action="append", help="Batsim workload (repeatable)")
-    p.add_argument("-e", "--export", default="out/out", help="output prefix (default out/out)")
+    p.add_argument("-e", "--export", default=None,
+                   help="output prefix, as Batsim takes it: Batsim 4.2.1 writes PREFIX_jobs.csv (default out/out), "
+                   "Batsim 5 PREFIXjobs.csv (default out/, as rc2)")
+    p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
+                   help="the Batsim line to behave like: 4 (4.2.1, the default until Batsim 5.0 is final) or 5 "
+                   "(5.0.0-rc2: its timing, its workloads (DelayProfile; a 4.2.1 workload is read as its Batsim 5 "
+                   "conversion) and its outputs: jobs.csv, schedule.json; with --connect, batprotocol JSON to the "
+                   "scheduler: init frame, its hello asks for the features, no --enable-dynamic-jobs)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
                    "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
     p.add_argument("--quiet", action="store_true",
@@ -116,9 +126,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "on only when the scheduler requeues jobs")
     p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
                    help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
-    p.add_argument("--batsim", choices=("4", "5"), default="4",
-                   help="which Batsim line to be: 4 (4.2.1) or 5 (5.0.0-rc2; with --connect, speak batprotocol "
-                   "JSON to the scheduler: init frame, its hello asks for the features, no --enable-dynamic-jobs)")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ..validation import ValidationError, non_negative, positive, positive_int
+from ..config.validate import ValidationError, non_negative, positive, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 

@@ -92,14 +92,16 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
 
 
 def read_message(raw, parsers: dict, *, direction: str, sender: str, keys: tuple = ("type", "data"),
-                 on_now=None) -> Message:
+                 on_now=None, after_first: bool = False) -> Message:
     """The envelope ``{"now", "events"}`` and its events, checked by the rules every Batsim line
     shares (``now`` a number, each event's timestamp at most ``now``, the events sorted); each event
     is ``{"timestamp", keys[0]: its type, keys[1]: its body}`` (4.2.1's ``type``/``data``, Batsim
     5's ``event_type``/``event``) and becomes ``parsers[type](timestamp, body, now)`` (None: left
     out). ``sender`` names the direction in the errors (``"Batsim->scheduler"``); ``on_now(now)``
-    checks ``now`` before any event. An :class:`~batsched_ml.protocol.members.OutOfOrder` problem
-    is a ProtocolViolation, any other a ProtocolError."""
+    checks ``now`` before any event; ``after_first``: each timestamp need only be at least the
+    first event's (how Batsim 5.0.0-rc2 reads a reply), not the previous one's. An
+    :class:`~batsched_ml.protocol.members.OutOfOrder` problem is a ProtocolViolation, any other a
+    ProtocolError."""
     doc = _load(raw)
     if type(doc) is not dict:
         raise ProtocolError(f"message is not a JSON object but a {type(doc).__name__}: {excerpt(raw)}")
@@ -145,8 +147,11 @@ def read_message(raw, parsers: dict, *, direction: str, sender: str, keys: tuple
             if ts > now:
                 raise Invalid(f"event timestamp {_q(ts)} is later than the message now={_q(now)}")
             if ts < previous:
-                raise Invalid(f"events are not sorted by timestamp: {_q(ts)} comes after {_q(previous)}")
-            previous = ts
+                raise Invalid(f"events are not sorted by timestamp: {_q(ts)} comes after {_q(previous)}"
+                              if not after_first else
+                              f"event timestamp {_q(ts)} is before the first event's {_q(previous)}")
+            if not after_first or index == 0:
+                previous = ts
             data = event.get(body_key)
             if type(data) is not dict:
                 raise Invalid(f"missing event member {body_key!r}" if data is None

@@ -1,10 +1,17 @@
-"""The job and profile descriptions Batsim 4.2.1 accepts, wherever it reads one: a workload file
-(its ``Job::from_json`` and ``Profile::from_json``, jobs.cpp and profiles.cpp), the job of a
-JOB_SUBMITTED or REGISTER_JOB, the profile of a REGISTER_PROFILE. One set of rules for all of
-them, so that a workload our simulator runs is one Batsim runs, and ``serve`` refuses what Batsim
-would never send. Each check raises :class:`~batsched_ml.protocol.members.Invalid` naming the
-member and the rule; the caller says where (``decoding.decode``: the event; ``workloads.loader``:
-the file and the job). ``docs/simulator.md`` tabulates the rules beside Batsim's.
+"""The job and profile descriptions Batsim accepts, wherever it reads one: a workload file (its
+``Job::from_json`` and ``Profile::from_json``, jobs.cpp and profiles.cpp), the job of a
+JOB_SUBMITTED or REGISTER_JOB, the profile of a REGISTER_PROFILE (or of a Batsim 5
+``ProfileAndId``). One set of rules for all of them, so that a workload our simulator runs is one
+Batsim runs, and ``serve`` refuses what Batsim would never send. Each check raises
+:class:`~batsched_ml.protocol.members.Invalid` naming the member and the rule; the caller says
+where (``decoding.decode``: the event; ``workloads.loader``: the file and the job).
+``docs/simulator.md`` tabulates the rules beside Batsim's.
+
+Batsim 5.0.0-rc2 reads the same members under new profile type names (``delay`` became
+``DelayProfile``...: :data:`PROFILE_TYPES_V5`, checked by the same rules), wants a job without a
+walltime to leave ``walltime`` out (4.2.1's -1 is refused) and takes an ``extra_data`` string,
+object or array; ``batsim=5`` selects those rules, :func:`workload_line` tells a file's line by its
+profile types.
 
 Numbers follow Batsim's JSON reader: an "integer" is a JSON integer that fits 32 bits (``4.0`` and
 ``1e3`` are not integers), a "number" is finite.
@@ -15,7 +22,8 @@ from __future__ import annotations
 from .errors import quote as _q
 from .members import Invalid, is_number
 
-__all__ = ["PROFILE_TYPES", "check_job", "check_job_description", "check_profile_description", "is_int32"]
+__all__ = ["PROFILE_TYPES", "PROFILE_TYPES_V5", "check_job", "check_job_description", "check_profile_description",
+           "is_int32", "workload_line"]
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -32,17 +40,28 @@ def _present(desc: dict, key: str):
         raise Invalid(f"missing {_q(key)}") from None
 
 
-def check_job_description(job: dict) -> None:
-    """Batsim's rules on one job (``Job::from_json``); ``res`` must be positive (Batsim takes 0)."""
+def check_job_description(job: dict, batsim: int = 4) -> None:
+    """Batsim's rules on one job (``Job::from_json``) of Batsim line ``batsim`` (4 or 5); ``res``
+    must be positive (Batsim takes 0)."""
     jid = _present(job, "id")
     if type(jid) is not str and not is_int32(jid):
         raise Invalid(f"'id' must be a string or a 32-bit integer, got {_q(jid)}")
     subtime = _present(job, "subtime")
     if not is_number(subtime):
         raise Invalid(f"'subtime' must be a number, got {_q(subtime)}")
-    walltime = job.get("walltime", -1)
-    if walltime != -1 and not (is_number(walltime) and walltime > 0):
-        raise Invalid(f"'walltime' is {_q(walltime)}: it must be -1 (no walltime) or a strictly positive number")
+    if batsim == 5:
+        walltime = job.get("walltime")
+        if walltime is not None and not (is_number(walltime) and walltime > 0):
+            raise Invalid(f"'walltime' is {_q(walltime)}: Batsim 5 wants a strictly positive number, or no "
+                          "'walltime' member for a job without one")
+        extra = job.get("extra_data")
+        if extra is not None and type(extra) not in (str, dict, list):
+            raise Invalid(f"'extra_data' must be a string, an object or an array, got {_q(extra)}")
+    else:
+        walltime = job.get("walltime", -1)
+        if walltime != -1 and not (is_number(walltime) and walltime > 0):
+            raise Invalid(f"'walltime' is {_q(walltime)}: it must be -1 (no walltime) or a strictly positive "
+                          "number")
     res = _present(job, "res")
     if not is_int32(res) or res <= 0:
         raise Invalid(f"'res' must be a positive integer, got {_q(res)}")
@@ -116,6 +135,7 @@ def _parallel(profile: dict) -> None:
 def _homogeneous(profile: dict) -> None:
     _number(profile, "cpu", strict=False)
     _number(profile, "com", strict=False)
+    _string(profile, "generation_strategy", required=False)  # Batsim 5's; 4.2.1 has a type per strategy
 
 
 def _composed(profile: dict) -> None:
@@ -158,6 +178,13 @@ def _trace(profile: dict) -> None:
     _string(profile, "trace")
 
 
+def _trace_replay(profile: dict) -> None:
+    _string(profile, "filename")
+    kind = _present(profile, "trace_type")
+    if kind not in ("SMPI", "FractionalComputation"):
+        raise Invalid(f"'trace_type' must be SMPI or FractionalComputation, got {_q(kind)}")
+
+
 # Batsim 4.2.1's profile types and the rules of each (profiles.cpp, Profile::from_json).
 PROFILE_TYPES = {
     "delay": _delay, "parallel": _parallel, "parallel_homogeneous": _homogeneous,
@@ -166,16 +193,41 @@ PROFILE_TYPES = {
 }
 
 
-def check_profile_description(profile) -> None:
-    """Batsim's rules on one profile (``Profile::from_json``): a known ``type`` and its members.
-    Cross-references (a ``composed`` profile's ``seq``, a ``parallel`` profile's size against its
-    jobs' ``res``) are the workload's to check."""
+# Batsim 5.0.0-rc2's profile types (its profiles.cpp): 4.2.1's members under new names, one type
+# for the two homogeneous ones (``generation_strategy``) and one for both trace replays; no send
+# and recv; ForkJoinCompositionProfile and ParallelTaskMergeCompositionProfile abort ("not
+# implemented yet").
+PROFILE_TYPES_V5 = {
+    "DelayProfile": _delay, "ParallelTaskProfile": _parallel, "ParallelTaskHomogeneousProfile": _homogeneous,
+    "SequentialCompositionProfile": _composed, "ParallelTaskOnStorageHomogeneousProfile": _pfs,
+    "ParallelTaskDataStagingBetweenStoragesProfile": _data_staging, "TraceReplayProfile": _trace_replay,
+}
+_TYPES = {4: PROFILE_TYPES, 5: PROFILE_TYPES_V5}
+
+
+def workload_line(profiles: dict) -> int:
+    """The Batsim line (4 or 5) whose profile type names a workload's ``profiles`` use (4 when
+    none tells); a workload naming both is refused."""
+    kinds = {p.get("type") for p in profiles.values() if type(p) is dict}
+    v4, v5 = sorted(k for k in kinds if k in PROFILE_TYPES), sorted(k for k in kinds if k in PROFILE_TYPES_V5)
+    if v4 and v5:
+        raise Invalid(f"its profiles mix Batsim 4.2.1 types ({', '.join(v4)}) and Batsim 5 types "
+                      f"({', '.join(v5)}): neither Batsim reads both")
+    return 5 if v5 else 4
+
+
+def check_profile_description(profile, batsim: int = 4) -> None:
+    """Batsim's rules on one profile (``Profile::from_json``) of Batsim line ``batsim`` (4 or 5):
+    a known ``type`` and its members. Cross-references (a ``composed`` profile's ``seq``, a
+    ``parallel`` profile's size against its jobs' ``res``) are the workload's to check."""
     if type(profile) is not dict:
         raise Invalid(f"must be an object, got {_q(profile)}")
     kind = _present(profile, "type")
-    rules = PROFILE_TYPES.get(kind) if type(kind) is str else None
+    types = _TYPES[batsim]
+    rules = types.get(kind) if type(kind) is str else None
     if rules is None:
-        raise Invalid(f"'type' must be one of {', '.join(PROFILE_TYPES)}, got {_q(kind)}")
+        line = " (Batsim 5's type names)" if batsim == 5 else ""
+        raise Invalid(f"'type' must be one of {', '.join(types)}{line}, got {_q(kind)}")
     ret = profile.get("ret", 0)
     if not is_int32(ret):
         raise Invalid(f"'ret' must be an integer, got {_q(ret)}")

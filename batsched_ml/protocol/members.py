@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..validation import MAX_CORES
+from ..config.validate import MAX_CORES
 from .coreset import CoreSet
 from .errors import quote as _q
 
@@ -16,7 +16,7 @@ __all__ = ["Invalid", "MAX_CORE_ID", "OutOfOrder", "alloc_member", "check_job_id
            "is_number", "job_id_list", "job_id_member", "member", "parse_alloc", "str_member"]
 
 # Largest core id accepted in an allocation string: a typo such as "0-99999999999"
-# would otherwise build a gigantic bitmask. Every command shares this limit (``validation.MAX_CORES``).
+# would otherwise build a gigantic bitmask. Every command shares this limit (``config.validate.MAX_CORES``).
 MAX_CORE_ID = MAX_CORES - 1
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from .. import validation as check
-from ..validation import arg
+from ..config import validate as check
+from ..config.validate import arg
 
 __all__ = ["add_rl_commands"]
 

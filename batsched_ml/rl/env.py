@@ -294,7 +294,7 @@ def _machine_size(platform) -> int | None:
 
 
 def _estimator(predictor: str):
-    from ..compose import build_estimator
+    from ..config.compose import build_estimator
 
     return build_estimator(predictor)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import machine_size
+from ..config.validate import machine_size
 
 __all__ = ["Sequences", "Trace", "TrainingSettings", "load_trace"]
 

@@ -36,7 +36,7 @@ def max_wait(jobs) -> float:
 
 
 def _scheduler(policy, backfill: str, starvation_threshold=None):
-    from ..compose import build_policy
+    from ..config.compose import build_policy
     from ..scheduling.easy import EasyBackfilling
     from ..scheduling.fcfs import StrictFCFS
 

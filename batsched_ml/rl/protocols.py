@@ -129,7 +129,7 @@ class BatschedMLProtocol(Protocol):
         return self.sequences(trace, length, (0.8, 1.0))
 
     def scorer(self, order: str):
-        from ..compose import build_policy
+        from ..config.compose import build_policy
         from .evaluate import sequence_bsld
 
         spec = self.ALIASES.get(order, order)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
+from ..config import validate as check
 from ..core.queue import JobQueue
 from ..core.scheduler import Context, Scheduler
 from ..policies.orders import FCFS, SJBF
-from .. import validation as check
 
 
 BACKFILL_ORDERS = ("queue", "sjbf")

@@ -11,12 +11,14 @@ Batsim works here. ``--enable-dynamic-jobs`` (Batsim's flag, ``dynamic_jobs=True
 turns them on for a requeueing scheduler, which must then send ``NOTIFY
 registration_finished`` (``batsched-ml serve`` does).
 
-With ``--batsim 5`` the peer speaks Batsim 5.0.0-rc2's batprotocol instead (``protocol.v5``):
-it sends the init frame (``{"format_json": true}``, what rc2's process scheduler reads), reads
-the scheduler's hello, and sets the simulation up with the features it asks for (dynamic
+With ``--batsim 5`` the peer is Batsim 5.0.0-rc2: the embedded simulator's Batsim 5 line
+(``simulator.lines.BATSIM_5``: rc2's timing) speaking its batprotocol (``protocol.v5``). It sends
+the init frame (``{"format_json": true}``, what rc2's process scheduler reads), reads the
+scheduler's hello, and sets the simulation up with the features it asks for (dynamic
 registration, profile reuse, acknowledgements, forwarded profiles); the events go out as rc2
-writes them and the replies are read as rc2 reads them. The simulator itself (its timing) is
-the same callable either way.
+writes them (every date and real to the 12 decimals rc2 prints, which is what a JSON scheduler
+reads and echoes) and the replies are read as rc2 reads them (a reply dated a sliver before its
+message is taken; a decision dated after rc2's clock is waited for).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..protocol.codec import DECISIONS, ProtocolError, decode, encode
 from ..protocol.events import Message, SimulationBegins
 from ..protocol.v5.sessions import BatsimSession
 from ..simulator.engine import SimulationError, SimulationResult, Simulator
+from ..simulator.lines import line_of
 from ..runner import load_inputs
 from .console import HINT_AFTER, scheduler_hint
 from .transport import ERROR_PREFIX, Channel
@@ -147,40 +150,41 @@ def _batsim5_handshake(channel: Channel, session: BatsimSession, log, err, hint_
 
 def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: float | None = None,
                   dynamic_jobs: bool = False, profile_reuse: bool = False, log_path=None,
-                  progress=None, err=None, hint_after: float = HINT_AFTER, batsim: str = "4",
+                  progress=None, err=None, hint_after: float = HINT_AFTER, batsim=4,
                   init: bytes = BATSIM5_INIT, on_start=None) -> SimulationResult:
     """Simulate ``workloads`` on ``platform`` with the scheduler listening at ``endpoint``.
 
-    ``batsim``: ``"4"`` (Batsim 4.2.1's protocol; ``dynamic_jobs``/``profile_reuse`` are Batsim's
-    flags) or ``"5"`` (batprotocol: ``init`` is the init string, and the scheduler's hello sets
-    the features). ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s;
+    ``batsim``: the Batsim line to be (``simulator.lines.line_of``: 4, 5, ``"4"``, ``"5"``). 4:
+    Batsim 4.2.1's protocol and timing (``dynamic_jobs``/``profile_reuse`` are Batsim's flags).
+    5: Batsim 5.0.0-rc2's batprotocol and timing; ``init`` is the init string, and the
+    scheduler's hello sets the features (dynamic registration, profile reuse, acknowledgements).
+    ``err`` (optional) gets a hint when no scheduler answers within ``hint_after`` s;
     ``on_start()`` runs once the inputs are read and the outputs open (``Simulator.run``).
     """
-    if batsim not in ("4", "5"):
-        raise ValueError(f"batsim must be '4' or '5', not {batsim!r}")
+    line = line_of(batsim)
     nb_hosts, names, loaded = load_inputs(platform, workloads)
 
-    def simulator(dynamic_jobs: bool, profile_reuse: bool) -> Simulator:
-        return Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs,
-                         profile_reuse=profile_reuse, progress=progress)
+    def simulator(dynamic_jobs: bool, profile_reuse: bool, acknowledged: bool = False) -> Simulator:
+        return Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, profile_reuse=profile_reuse,
+                         acknowledge_dynamic_jobs=acknowledged, progress=progress, line=line)
 
-    sim = simulator(dynamic_jobs, profile_reuse) if batsim == "4" else None
+    sim = simulator(dynamic_jobs, profile_reuse) if line.major == 4 else None
     if prefix is not None:
-        from ..validation import output_prefix
+        from ..config.validate import output_prefix
 
-        output_prefix(prefix)
+        output_prefix(prefix, separator=line.file_separator)
     from .transport import MessageLog
 
     log = MessageLog(log_path) if log_path else None
     channel = Channel(zmq.REQ, endpoint, bind=False, timeout=timeout, peer_name="the scheduler")
     try:
         codec = None
-        if batsim == "5":  # the scheduler's hello says which features the simulation has
+        if line.major == 5:  # the scheduler's hello says which features the simulation has
             context = {"socket_endpoint": endpoint, "export_prefix": "" if prefix is None else str(prefix)}
             codec = BatsimSession(init, arguments=["batsched-ml", "simulate", "--connect", endpoint, "--batsim", "5"],
                                   execution_context=context)
             features = _batsim5_handshake(channel, codec, log, err, hint_after).requested_simulation_features
-            sim = simulator(features.dynamic_registration, features.profile_reuse)
+            sim = simulator(features.dynamic_registration, features.profile_reuse, features.acknowledge_dynamic_jobs)
         exchange = remote_exchange(channel, log, err=err, hint_after=hint_after, codec=codec)
         return sim.run(exchange, prefix=None if prefix is None else str(prefix), on_start=on_start)
     finally:
@@ -192,19 +196,19 @@ def run_connected(platform, workloads, endpoint: str, prefix=None, *, timeout: f
 def simulate_connected(args, progress=None, on_start=None) -> SimulationResult:
     """Entry point of ``simulate --connect`` (``args.platform``, ``workload``, ``export``, ``connect``,
     ``timeout``; optional ``dynamic_jobs`` (default off, as in Batsim), ``profile_reuse``, ``log``,
-    ``quiet``, ``batsim`` (``"4"`` by default, or ``"5"``)). ``progress``, ``on_start``: as for
+    ``quiet``, ``batsim`` (4 by default, or 5)). ``progress``, ``on_start``: as for
     ``Simulator.run`` (the CLI passes its progress reporter, and writes PREFIX_run.json at the start)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
     dynamic_jobs = bool(getattr(args, "dynamic_jobs", False))
-    batsim = getattr(args, "batsim", None) or "4"
+    line = line_of(getattr(args, "batsim", None) or 4)
     if not getattr(args, "quiet", False):
-        how = ("Batsim 5 would (batprotocol JSON; the scheduler's hello asks for the features)" if batsim == "5"
-               else f"Batsim would (dynamic jobs {'on' if dynamic_jobs else 'off'})")
+        how = ("Batsim 5.0.0-rc2 would (its timing; batprotocol JSON, the scheduler's hello asks for the features)"
+               if line.major == 5 else f"Batsim would (dynamic jobs {'on' if dynamic_jobs else 'off'})")
         print(f"batsched-ml simulate: connecting to the scheduler at {args.connect} as {how}", file=sys.stderr,
               flush=True)
     return run_connected(args.platform, args.workload, args.connect, args.export, timeout=timeout,
                          dynamic_jobs=dynamic_jobs, profile_reuse=getattr(args, "profile_reuse", False),
-                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr, batsim=batsim,
+                         log_path=getattr(args, "log", None), progress=progress, err=sys.stderr, batsim=line,
                          on_start=on_start)

@@ -12,7 +12,7 @@ import time
 
 import zmq
 
-from ..validation import timeout as check_timeout
+from ..config.validate import timeout as check_timeout
 
 __all__ = ["DEFAULT_ENDPOINT", "ERROR_PREFIX", "Channel", "PeerGone", "TransportError", "MessageLog"]
 

@@ -2,7 +2,7 @@
 
 Batsim aborts with terse messages on a bad workload, and our embedded simulator
 would fail later in odd places; so a workload is checked once, here, against the
-rules Batsim 4.2.1 applies when it loads one, and the first problem is reported as a
+rules Batsim 4.2.1 (or 5.0.0-rc2) applies when it loads one, and the first problem is reported as a
 ``WorkloadError`` naming the file, the job or profile, and the rule.
 Written files are deterministic (same dict order, compact, gzip without a
 timestamp) so that a converted workload can be compared byte for byte.
@@ -14,7 +14,7 @@ import gzip
 import json
 from pathlib import Path
 
-from ..protocol.descriptions import check_job_description, check_profile_description, is_int32
+from ..protocol.descriptions import check_job_description, check_profile_description, is_int32, workload_line
 from ..protocol.members import Invalid
 
 __all__ = ["WorkloadError", "load_workload", "validate_workload", "write_workload"]
@@ -62,11 +62,16 @@ def load_workload(path: str | Path) -> dict:
 
 
 def _check_trace_files(workload: dict, path: Path) -> None:
-    """An smpi or usage_trace profile names a file beside the workload (Batsim reads it at load)."""
+    """An smpi or usage_trace profile (Batsim 5: TraceReplayProfile) names a file beside the
+    workload (Batsim reads it at load)."""
     for pname, prof in workload["profiles"].items():
-        if prof["type"] in ("smpi", "usage_trace") and not (path.parent / prof["trace"]).is_file():
-            raise WorkloadError(f"{path}: profile {pname!r}: its 'trace' {prof['trace']!r} is not a file "
+        key = _TRACE_FILE.get(prof["type"])
+        if key is not None and not (path.parent / prof[key]).is_file():
+            raise WorkloadError(f"{path}: profile {pname!r}: its {key!r} {prof[key]!r} is not a file "
                                 f"in {path.parent}")
+
+
+_TRACE_FILE = {"smpi": "trace", "usage_trace": "trace", "TraceReplayProfile": "filename"}
 
 
 def _parse_json(raw: bytes):
@@ -90,9 +95,11 @@ def _no_constant(name: str):
 
 
 def validate_workload(workload, name: str = "<workload>") -> None:
-    """Raise ``WorkloadError`` for the first rule of Batsim 4.2.1 that ``workload`` breaks (its
+    """Raise ``WorkloadError`` for the first rule of Batsim that ``workload`` breaks (its
     workload.cpp, jobs.cpp, profiles.cpp: the rules of one job or profile are
-    ``protocol.descriptions``'), or where batsched-ml is stricter (docs/simulator.md lists both)."""
+    ``protocol.descriptions``'), or where batsched-ml is stricter (docs/simulator.md lists both).
+    The rules are Batsim 4.2.1's, or Batsim 5.0.0-rc2's for a workload whose profiles have its
+    type names (``DelayProfile``...: ``descriptions.workload_line``)."""
 
     def fail(msg: str):
         raise WorkloadError(f"{name}: {msg}")
@@ -110,12 +117,16 @@ def validate_workload(workload, name: str = "<workload>") -> None:
             fail(f"'{key}' must be a JSON {'array' if kind is list else 'object'}")
 
     profiles = workload["profiles"]
+    try:
+        line = workload_line(profiles)
+    except Invalid as problem:
+        fail(str(problem))
     for pname, prof in profiles.items():
         try:
-            check_profile_description(prof)
+            check_profile_description(prof, line)
         except Invalid as problem:
             fail(f"profile {pname!r}: {problem}")
-        if prof["type"] == "composed":
+        if prof["type"] in ("composed", "SequentialCompositionProfile"):
             missing = next((p for p in prof["seq"] if p not in profiles), None)
             if missing is not None:
                 fail(f"composed profile {pname!r} uses profile {missing!r}, which is not defined in 'profiles'")
@@ -127,7 +138,7 @@ def validate_workload(workload, name: str = "<workload>") -> None:
         jid = job.get("id")
         where = f"job #{index}" if jid is None else f"job {jid!r} (#{index})"
         try:
-            check_job_description(job)
+            check_job_description(job, line)
         except Invalid as problem:
             fail(f"{where}: {problem}")
         if jid == "" or "!" in str(jid):
@@ -142,7 +153,7 @@ def validate_workload(workload, name: str = "<workload>") -> None:
         profile = profiles.get(job["profile"])
         if profile is None:
             fail(f"{where}: profile {job['profile']!r} is not defined in 'profiles'")
-        if profile["type"] == "parallel" and len(profile["cpu"]) != job["res"]:
+        if profile["type"] in ("parallel", "ParallelTaskProfile") and len(profile["cpu"]) != job["res"]:
             fail(f"{where}: 'res' is {job['res']} but its parallel profile {job['profile']!r} has "
                  f"{len(profile['cpu'])} 'cpu' entries")
 

@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..validation import machine_size
+from ..config.validate import machine_size
 
 __all__ = ["Platform", "PlatformError", "read_platform", "write_platform", "parse_radical"]
 

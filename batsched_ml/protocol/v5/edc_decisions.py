@@ -28,7 +28,7 @@ from ..encoding import compact_json
 from ..errors import quote as _q
 from ..members import Invalid
 from .forms import (MILLISECOND, SECOND, allocation_text, at_of_call, call_time, count_member, executor_placement,
-                    job_id_member, job_ids_member, job_to_v5, member, placement_mapping, profile_to_v5,
+                    job_from_v5, job_id_member, job_ids_member, job_to_v5, member, placement_mapping, profile_to_v5,
                     read_host_allocation, read_profile_and_id)
 
 __all__ = ["DECISION_READERS", "DECISION_WRITERS", "write_decision"]
@@ -143,20 +143,7 @@ def _read_profile(ts: float, body: dict, now: float, session) -> ev.RegisterProf
 
 def _read_job(ts: float, body: dict, now: float, session) -> ev.RegisterJob:
     job_id = job_id_member(body)
-    workload = job_id.partition("!")[0]
-    job = member(body, "job", dict)
-    res = count_member(job, "resource_request")
-    walltime = job.get("walltime", -1)
-    if walltime != -1 and not (type(walltime) in (int, float) and walltime > 0):
-        raise Invalid(f"job member 'walltime' must be a positive number when present, got {_q(walltime)}")
-    profile_id = member(job, "profile_id", str, "job member")
-    owner, bang, name = profile_id.partition("!")
-    typed = {"id": job_id, "subtime": ts, "walltime": walltime, "res": res,
-             "profile": name if bang and owner == workload else profile_id}
-    if job.get("extra_data"):
-        typed["extra_data"] = job["extra_data"]
-    session.registered(job_id, typed, ts)
-    return ev.RegisterJob(ts, job_id, typed)
+    return ev.RegisterJob(ts, job_id, job_from_v5(job_id, member(body, "job", dict), ts))
 
 
 def _unsupported(etype: str):

@@ -14,13 +14,15 @@ import json
 import math
 
 from ..coreset import CoreSet, format_mask
+from ..descriptions import PROFILE_TYPES_V5, check_profile_description
 from ..errors import quote as _q
 from ..members import Invalid, is_number, parse_alloc
 
 __all__ = ["KILLED_RETURN_CODE", "MILLISECOND", "SECOND", "allocation_text", "at_of_call", "call_time",
            "count_member", "executor_placement", "full_profile_id", "job_from_v5", "job_id", "job_id_member",
-           "job_ids_member", "job_to_v5", "member", "placement_mapping", "profile_from_v5", "profile_to_v5",
-           "read_host_allocation", "read_profile_and_id", "signed_return_code", "uint32_return_code"]
+           "job_ids_member", "job_to_v5", "member", "merge_extra_data", "placement_mapping", "profile_from_v5",
+           "profile_to_v5", "read_host_allocation", "read_profile_and_id", "signed_return_code", "typed_job",
+           "uint32_return_code"]
 
 SECOND, MILLISECOND = "Second", "Millisecond"  # batprotocol's TimeUnit
 KILLED_RETURN_CODE = 4294967295  # what Batsim 5 writes for a killed job: -1 as a uint32
@@ -97,10 +99,11 @@ def read_profile_and_id(item) -> tuple[str, str, dict]:
         raise Invalid(f"profile id {_q(profile_id)} is not of the form 'workload!name'")
     kind = member(item, "profile_type", str, "profile member")
     body = member(item, "profile", dict, "profile member")
-    if kind == "DelayProfile":
-        delay = member(body, "delay", float, "DelayProfile member")
-        if delay <= 0:
-            raise Invalid(f"profile {_q(profile_id)}: 'delay' must be positive, got {_q(delay)}")
+    if kind in PROFILE_TYPES_V5:  # Batsim 5's rules for its workloads' profiles (descriptions)
+        try:
+            check_profile_description({**body, "type": kind}, batsim=5)
+        except Invalid as problem:
+            raise Invalid(f"profile {_q(profile_id)}: {problem}") from None
     typed = profile_from_v5(kind, body)
     extra = item.get("extra_data")
     if extra:
@@ -112,46 +115,56 @@ def read_profile_and_id(item) -> tuple[str, str, dict]:
 
 
 def job_from_v5(job_id: str, job: dict, submission_time: float) -> dict:
-    """A batprotocol ``Job`` -> the job description of the typed events (4.2.1's form).
-
-    ``profile_id`` of the job's own workload becomes the bare name (a profile of another workload
-    keeps its full id); no ``walltime`` is -1; the members of an ``extra_data`` JSON object (Batsim
-    5 forwards a workload job's ``extra_data``, e.g. ``{"user": 12}``) become members of the job,
-    as a 4.2.1 workload's extra fields were; other ``extra_data`` text is kept as ``extra_data``.
-    """
+    """A batprotocol ``Job`` -> the job description of the typed events (4.2.1's form,
+    :func:`typed_job`); ``profile_id`` of the job's own workload becomes the bare name (a profile
+    of another workload keeps its full id)."""
     if type(job) is not dict:
         raise Invalid(f"member 'job' must be an object, got {_q(job)}")
     res = count_member(job, "resource_request")
     walltime = job.get("walltime")
-    if walltime is None:
-        walltime = -1
-    elif not is_number(walltime) or walltime <= 0:
+    if walltime is not None and (not is_number(walltime) or walltime <= 0):
         raise Invalid(f"job member 'walltime' must be a positive number when present, got {_q(walltime)}")
     profile_id = member(job, "profile_id", str, "job member")
     workload = job_id.partition("!")[0]
     owner, bang, name = profile_id.partition("!")
     if not profile_id or (bang and not (owner and name)):
         raise Invalid(f"job member 'profile_id' {_q(profile_id)} is not 'workload!name' or 'name'")
-    data = {"id": job_id, "subtime": submission_time, "walltime": walltime, "res": res,
-            "profile": name if bang and owner == workload else profile_id}
     extra = job.get("extra_data")
+    if extra and type(extra) is not str:
+        raise Invalid(f"job member 'extra_data' must be a string, got {_q(extra)}")
+    return typed_job(job_id, submission_time, walltime, res, name if bang and owner == workload else profile_id,
+                     extra)
+
+
+def typed_job(job_id: str, subtime, walltime, res: int, profile: str, extra=None) -> dict:
+    """What a scheduler reads of a Batsim 5 job, in the typed events' form (4.2.1's): its id,
+    times (``walltime`` -1 when it has none), size and profile, and what rc2 forwards of its
+    ``extra_data`` (:func:`merge_extra_data`). Shared by the codec (a ``JobSubmittedEvent``) and
+    the embedded simulator (a workload's job, ``workloads.batsim5``)."""
+    data = {"id": job_id, "subtime": subtime, "walltime": -1 if walltime is None else walltime, "res": res,
+            "profile": profile}
     if extra:
-        _merge_extra(data, extra)
+        merge_extra_data(data, extra)
     return data
 
 
-def _merge_extra(data: dict, extra) -> None:
-    if type(extra) is not str:
-        raise Invalid(f"job member 'extra_data' must be a string, got {_q(extra)}")
-    try:
-        members = json.loads(extra) if extra.lstrip().startswith("{") else None
-    except ValueError:
-        members = None
+def merge_extra_data(data: dict, extra) -> None:
+    """A job's ``extra_data`` into its typed description. rc2 forwards a workload job's
+    ``extra_data`` as JSON text (an object or array written compact, a string as it is): the
+    members of a JSON object become members of the job (``{"user": 12}``: ``job.data["user"]``),
+    as a 4.2.1 workload's extra fields were; anything else stays ``extra_data``, as text."""
+    if type(extra) is str:
+        try:
+            members = json.loads(extra) if extra.lstrip().startswith("{") else None
+        except ValueError:
+            members = None
+    else:
+        members = extra
     if type(members) is dict:
         for key, value in members.items():
             data.setdefault(key, value)
     else:
-        data["extra_data"] = extra
+        data["extra_data"] = extra if type(extra) is str else json.dumps(extra, separators=(",", ":"))
 
 
 _JOB_KEYS = frozenset(("id", "subtime", "walltime", "res", "profile", "extra_data"))
@@ -229,11 +242,19 @@ def placement_mapping(allocation: dict, nb_hosts: int) -> dict | None:
 
 def call_time(at: float) -> tuple[int, str]:
     """A call date (seconds) as a OneShot's integer ``time`` and ``time_unit``: whole seconds when
-    the date is one, else milliseconds rounded up (the call never comes before the date asked)."""
+    the date is one, else milliseconds rounded up (the call never comes before the date asked).
+
+    A date that is already a number of milliseconds as Batsim 5 reads it (``ms / 1e3``, what
+    :func:`at_of_call` gives) is asked as that number: ``at * 1000`` may exceed it by a rounding
+    error, and ceiling it would ask one millisecond more (so the simulator, which reads our peer's
+    calls back through this function, fires them when rc2 would)."""
     if at < 0 or not math.isfinite(at):
         raise Invalid(f"cannot ask for a call at {_q(at)}")
     if at == int(at):
         return int(at), SECOND
+    whole = round(at * 1000)
+    if whole / 1e3 == at:
+        return whole, MILLISECOND
     return math.ceil(at * 1000), MILLISECOND
 
 

@@ -13,11 +13,11 @@ import heapq
 
 from ..encoding import compact_json, number_text
 from ..errors import ProtocolError, ProtocolViolation, quote as _q
-from ..events import JobSubmitted, Message, SimulationBegins
+from ..events import Message, SimulationBegins
 from ..members import Invalid
 from .batsim_events import EVENT_READERS, EVENT_WRITERS
 from .edc_decisions import DECISION_READERS, write_decision
-from .envelope import bind, event_json, frame, read_message
+from .envelope import as_printed, bind, event_json, frame, printed, read_message
 from .handshake import EDCHello, hello_frame, init_frame, read_hello_frame, read_init_frame
 
 __all__ = ["BatsimSession", "EDCSession"]
@@ -97,12 +97,16 @@ class EDCSession:
 
 
 class BatsimSession:
-    """Our Batsim peer's side: the init frame, the hello, typed events -> frames as rc2 writes
-    them, the decision component's replies -> typed decisions.
+    """Our Batsim peer's side (``simulate --connect --batsim 5``): the init frame, the hello,
+    typed events -> frames as rc2 writes them, the decision component's replies -> typed
+    decisions, checked as rc2 reads them.
 
-    It gives what the decisions left implicit: the id of each call that comes due (``call_due``),
-    the acknowledgement of each registered job when the hello asked for them (sent at the head
-    of the next message), the profiles for the forwarding features."""
+    rc2 writes every real of a JSON message with 12 decimals: the dates and reals of our frames
+    are those values (:func:`~.envelope.printed`), so a JSON scheduler reads what it would read
+    from rc2 and dates its reply accordingly. The session gives what the decisions left implicit:
+    the id of each call that comes due (``call_due``), the profiles for the forwarding features.
+    When things happen, the acknowledgement of a registered job included, is the embedded
+    simulator's (``simulator.lines.BATSIM_5``)."""
 
     def __init__(self, init: bytes = b"", *, arguments=(), execution_context: dict | None = None,
                  version: str = "batsched-ml embedded simulator"):
@@ -115,7 +119,6 @@ class BatsimSession:
         self.profiles: dict = {}
         self._pending: list = []  # heap of (date, order, call id)
         self._asked = 0
-        self._acks: list = []  # (job id, job, date) registered, to acknowledge
         self._readers = bind(DECISION_READERS, self)
 
     def init_frame(self) -> bytes:
@@ -136,10 +139,6 @@ class BatsimSession:
             raise Invalid(f"a call comes due at {timestamp!r} but none was asked for")
         return heapq.heappop(self._pending)[2]
 
-    def registered(self, job_id: str, job: dict, timestamp: float) -> None:
-        if self.features.acknowledge_dynamic_jobs:
-            self._acks.append((job_id, job, timestamp))
-
     def profile(self, profile_id: str) -> dict:
         workload, _, name = profile_id.partition("!")
         profile = self.profiles.get(workload, {}).get(name)
@@ -148,16 +147,11 @@ class BatsimSession:
         return profile
 
     def encode(self, message: Message) -> bytes:
-        """Typed events -> one Batsim 5 frame (acknowledgements first, NUL at the end)."""
+        """Typed events -> one Batsim 5 frame, every real as rc2 prints it, NUL at the end."""
         if self.features is None:
             raise ProtocolError("Batsim 5 peer: no hello read yet")
-        events = list(message.events)
-        if self._acks:
-            stamp = events[0].timestamp if events else message.now
-            events[:0] = [JobSubmitted(stamp, job_id, {**job, "subtime": at}) for job_id, job, at in self._acks]
-            self._acks.clear()
         parts = []
-        for event in events:
+        for event in message.events:
             if type(event) is SimulationBegins:
                 self.profiles = {workload: dict(named) for workload, named in event.profiles.items()}
             writer = EVENT_WRITERS.get(type(event))
@@ -167,9 +161,12 @@ class BatsimSession:
                 etype, body = writer(event, self)
             except Invalid as problem:
                 raise ProtocolError(f"cannot write {event.type} for a Batsim 5 decision component: {problem}") from None
-            parts.append(event_json(event.timestamp, etype, compact_json(body)))
-        return frame(message.now, parts)
+            parts.append(event_json(printed(event.timestamp), etype, compact_json(as_printed(body))))
+        return frame(printed(message.now), parts)
 
     def decode(self, raw: bytes) -> Message:
-        """A reply -> typed decisions, checked as rc2 reads them."""
-        return read_message(raw, self._readers, sender=EDC_TO_BATSIM, direction="decisions", nul=False)
+        """A reply -> typed decisions, checked as rc2 reads them (each dated at most the reply's
+        ``now`` and at least the first decision's; the reply's ``now`` is not compared with the
+        message's)."""
+        return read_message(raw, self._readers, sender=EDC_TO_BATSIM, direction="decisions", nul=False,
+                            after_first=True)

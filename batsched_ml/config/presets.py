@@ -1,7 +1,7 @@
 """Named presets: the recommended methods as one flag (``--preset NAME``, ``preset = "NAME"`` in a
 campaign's ``[configs.NAME]``), each with where its settings come from.
 
-A preset is a set of run settings -- :class:`~batsched_ml.config.RunConfig` fields by name and
+A preset is a set of run settings -- :class:`~batsched_ml.config.declare.RunConfig` fields by name and
 ``-o`` options -- that a run starts from; what the run gives besides overrides it key by key (a
 flag or a campaign key replaces the preset's value, an ``-o KEY`` replaces that option alone).
 ``batsched-ml presets`` lists each with the flags it expands to and its source: the paper and

@@ -6,7 +6,8 @@ distribution by declaring an entry point in the matching group (see the document
 tree without being installed. A name is one plugin: two distributions declaring the same name
 (a package naming its scheduler ``easy``) make that name unusable until one goes, with an error
 naming both -- which one ran would otherwise depend on the order of installation. Loading only
-imports: building a run from plugins is ``compose``'s job.
+imports (``batsched_ml.config``'s third step): checking a configuration against the plugins is
+``resolve``'s job, building a run from them ``compose``'s.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def available(kind: str) -> dict[str, str]:
 
 @cache
 def _own_distribution() -> str:
-    from . import __version__
+    from .. import __version__
 
     return f"batsched-ml {__version__}"
 

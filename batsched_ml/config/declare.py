@@ -1,4 +1,5 @@
-"""The run configuration: one typed object that is the whole vocabulary of a run.
+"""Declaring a run (``batsched_ml.config``'s first step): one typed object that is the whole
+vocabulary of a run.
 
 :class:`RunConfig` holds everything that decides a schedule: the scheduler, its queue order
 (policy), reservation model, backfill order and starvation threshold, the runtime predictor,
@@ -10,9 +11,9 @@ distribution, the seed, and every component's ``-o`` options. It is built
 * from a campaign's ``[configs.NAME]`` table (:meth:`RunConfig.from_table`: the same names),
 * in Python (``RunConfig(scheduler="easy", predictor="eloss", options={...})``),
 
-then validated once against the installed plugins by :func:`batsched_ml.compose.resolve`
+then validated once against the installed plugins by :func:`batsched_ml.config.resolve.resolve`
 (which also fills in the defaults of what the chosen scheduler takes) and built by
-:func:`batsched_ml.compose.build_scheduler`. The resolved object is what ``PREFIX_run.json``
+:func:`batsched_ml.config.compose.build_scheduler`. The resolved object is what ``PREFIX_run.json``
 holds (:meth:`to_dict`), what labels a run (:meth:`label`) and what keys the campaign cache.
 
 Each field declares its flag, help, default and check once (:func:`setting`); nothing else
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import presets
-from . import validation as check
+from . import validate as check
 
 __all__ = ["ConfigError", "RunConfig", "Setting", "add_arguments", "flag_of", "parse_option", "settings"]
 
@@ -54,9 +55,9 @@ class Setting:
     help: str
     default: Any = None       # the value used when the scheduler takes it and none was given
     param: str | None = None  # the scheduler constructor parameter it feeds (None: not the scheduler's)
-    plugin: str | None = None  # plugin kind of a name setting (``batsched_ml.plugins.GROUPS``)
+    plugin: str | None = None  # plugin kind of a name setting (``batsched_ml.config.plugins.GROUPS``)
     choices: tuple = ()
-    number: Any = None        # a check of ``validation`` for numeric settings
+    number: Any = None        # a check of ``validate`` for numeric settings
     integer: bool = False
     switch: bool = False
     metavar: str | None = None
@@ -72,8 +73,8 @@ def setting(flag: str, help: str, *, value_default=None, **kwargs):
 @dataclass(frozen=True)
 class RunConfig:
     """One run's configuration (see the module docstring). ``None`` = not given: the scheduler's
-    default when it takes the setting (filled in by ``compose.resolve``), absent otherwise.
-    ``preset``: the name of the preset (``batsched_ml.presets``) the builders below expanded into
+    default when it takes the setting (filled in by ``resolve.resolve``), absent otherwise.
+    ``preset``: the name of the preset (``batsched_ml.config.presets``) the builders below expanded into
     the other fields; kept to name the run."""
 
     scheduler: str = setting(
@@ -215,7 +216,7 @@ class RunConfig:
         """A short legend: ``easy fcfs``, ``easy fcfs, eloss/incremental, sjbf``,
         ``probabilistic fcfs, hmm distribution``, ``easy fcfs, random-forest kill``, then the ``-o``
         options in short form (``ljf-easy, max_backfill=5``), but those given at the value of
-        ``option_defaults`` (``{key: default}``: ``compose.run_label`` reads them from the plugins)."""
+        ``option_defaults`` (``{key: default}``: ``resolve.run_label`` reads them from the plugins)."""
         parts = [f"{self.scheduler} {self.policy}" if self.policy else self.scheduler]
         if self.predictor:
             parts.append(self.predictor + (f"/{self.correction}" if self.correction else ""))

@@ -1,8 +1,16 @@
-"""Which ``-o KEY=VALUE`` options a configuration takes, and of what type, read from the
-plugins' constructors.
+"""Resolving a run configuration against the installed plugins (``batsched_ml.config``'s fourth
+step, after ``declare``, ``validate`` and ``plugins``; ``compose`` builds what it returns).
+
+``resolve`` checks a ``RunConfig`` (``declare``) once: its values
+(``declare.check_values``), that the chosen scheduler takes each setting given (``scheduler 'fcfs'
+takes no --backfill-order``: refused, never ignored; so are a correction without a predictor, a
+correction timing without a correction and kills without a classifier), that every plugin named
+loads, and which ``-o KEY=VALUE`` options the configuration takes, and of what type, read from the
+plugins' constructors (below). It fills in the defaults of what the scheduler takes and leaves
+the rest None; every error is one line.
 
 A component's constructor parameters are its options, except those a flag sets
-(``config.flag_of``: ``policy``, ``estimator``, ``random_state``...). Keys are spelt by kind:
+(``declare.flag_of``: ``policy``, ``estimator``, ``random_state``...). Keys are spelt by kind:
 the scheduler's, the classification's and the classifier's unprefixed, the others with the
 component's prefix (``predictor_window``, ``correction_steps``, ``distribution_n_states``,
 ``policy_<param>``). A parameter whose annotation is ``bool`` (or whose default is a bool)
@@ -16,9 +24,9 @@ import inspect
 import json
 from dataclasses import dataclass
 
-from .config import ConfigError, RunConfig, did_you_mean, flag_of
+from ..policies.expression import SPEC_PREFIXES
+from .declare import ConfigError, RunConfig, check_values, did_you_mean, flag_of, settings
 from .plugins import GROUPS, PluginError, entries, load, load_entry
-from .policies.expression import SPEC_PREFIXES
 
 # How -o keys of each plugin kind are spelt.
 PREFIX = {"policies": "policy_", "predictors": "predictor_", "corrections": "correction_",
@@ -39,6 +47,73 @@ class OptionSpec:
     nullable: bool
 
 
+def scheduler_accepts(scheduler_cls) -> set[str]:
+    """The constructor parameters of a scheduler plugin (what it accepts)."""
+    return set(constructor_parameters(scheduler_cls) or {})
+
+
+def resolve(config: RunConfig) -> RunConfig:
+    """``config`` validated (once, here) against the installed plugins, with the defaults of what
+    the scheduler takes filled in and the settings it does not take left None. Raises a
+    ``ConfigError`` (or a ``PluginError``) with one line."""
+    check_values(config)
+    scheduler_cls = load("schedulers", config.scheduler)
+    takes = scheduler_accepts(scheduler_cls)
+    values = {}
+    for name, spec in settings().items():
+        value = getattr(config, name)
+        given = value is not None and value is not False
+        if spec.needs and given and getattr(config, spec.needs) is None:
+            raise ConfigError(_needs_message(name, spec))
+        if spec.param is not None and spec.param not in takes:
+            if given:
+                raise ConfigError(f"scheduler {config.scheduler!r} takes no {spec.flag}"
+                                  + _why_not(name, config.scheduler))
+            continue
+        if value is None and spec.default is not None and (spec.needs is None or getattr(config, spec.needs)):
+            value = spec.default
+        values[name] = value
+    resolved = config.replace(**values)
+    return resolved.replace(options=check_options(resolved, scheduler_cls, components(resolved)))
+
+
+def components(config: RunConfig) -> dict:
+    """The plugins a configuration names besides its scheduler, loaded once: setting name (``policy``,
+    ``predictor``, ``correction``, ``classifier``, ``distribution``) -> class or factory; a queue
+    order given as ``expr:`` / ``learned:`` / ``rl:`` is no plugin. An unknown or broken plugin fails
+    here, by name."""
+    loaded = {}
+    for name, kind in (("policy", "policies"), ("predictor", "predictors"), ("correction", "corrections"),
+                       ("classifier", "classifiers"), ("distribution", "distributions")):
+        value = getattr(config, name)
+        if value is not None and not (kind == "policies" and value.startswith(SPEC_PREFIXES)):
+            loaded[name] = load(kind, value)
+    return loaded
+
+
+def run_label(config: RunConfig) -> str:
+    """The label that names a resolved run (``PREFIX_run.json``, ``plot``'s legend, ``serve``'s
+    listening line): ``RunConfig.label`` with the options given at their plugin's default left out."""
+    schema = option_schema(config, load("schedulers", config.scheduler)) or {}
+    return config.label({key: spec.default for key, spec in schema.items()})
+
+
+def _needs_message(name: str, spec) -> str:
+    needed = settings()[spec.needs].flag
+    why = {"correction": "with the requested time as the estimate a job never outlives it, so no correction "
+                         "would ever apply",
+           "correction_timing": "it says when a correction takes effect",
+           "kill_false_small": "only classified jobs can be false small"}.get(name, "")
+    return f"{spec.flag} needs {needed}" + (f": {why}" if why else "")
+
+
+def _why_not(name: str, scheduler: str) -> str:
+    return {"classifier": " (classification orders the queue small-first: it needs a scheduler that takes "
+                          "a --policy)",
+            "distribution": " (runtime distributions are for --scheduler probabilistic)"}.get(name, "")
+
+
+# ---------------------------------------------------------------- what a component takes
 def constructor_parameters(target) -> dict[str, inspect.Parameter] | None:
     """The keyword parameters ``target`` (a class or factory) accepts, following ``**kwargs`` up
     the class hierarchy; None when it takes arbitrary keywords (a factory with ``**kwargs``)."""
@@ -104,25 +179,25 @@ def component_options(kind: str, target, owner: str, prefix: str | None = None) 
 
 def classification_options() -> dict[str, OptionSpec]:
     """The options of the classification itself (``ClassifyingScheduler``), with any classifier."""
-    from .classifiers.scheduler import ClassifyingScheduler
+    from ..classifiers.scheduler import ClassifyingScheduler
 
     found = constructor_parameters(ClassifyingScheduler) or {}
     return {name: _spec(name, "classification", p) for name, p in found.items() if name not in CLASSIFICATION_OWN}
 
 
-def option_schema(config: RunConfig, scheduler_cls) -> dict[str, OptionSpec] | None:
-    """Every -o key ``config`` (resolved) accepts; None when a component takes arbitrary keywords."""
+def option_schema(config: RunConfig, scheduler_cls, loaded: dict | None = None) -> dict[str, OptionSpec] | None:
+    """Every -o key ``config`` (resolved) accepts; None when a component takes arbitrary keywords.
+    ``loaded``: its :func:`components`, when the caller has them."""
+    loaded = components(config) if loaded is None else loaded
     parts = [component_options("schedulers", scheduler_cls, f"scheduler {config.scheduler!r}")]
-    if config.policy and not config.policy.startswith(SPEC_PREFIXES):
-        parts.append(component_options("policies", load("policies", config.policy), f"policy {config.policy!r}"))
-    for kind, name in (("predictors", config.predictor), ("corrections", config.correction),
-                       ("distributions", config.distribution)):
-        if name is not None:
-            parts.append(component_options(kind, load(kind, name), f"{kind[:-1]} {name!r}"))
+    if "policy" in loaded:
+        parts.append(component_options("policies", loaded["policy"], f"policy {config.policy!r}"))
+    for kind, name in (("predictors", "predictor"), ("corrections", "correction"), ("distributions", "distribution")):
+        if name in loaded:
+            parts.append(component_options(kind, loaded[name], f"{name} {getattr(config, name)!r}"))
     if config.classifier is not None:
         parts.append(classification_options())
-        parts.append(component_options("classifiers", load("classifiers", config.classifier),
-                                       f"classifier {config.classifier!r}"))
+        parts.append(component_options("classifiers", loaded["classifier"], f"classifier {config.classifier!r}"))
     if any(part is None for part in parts):
         return None
     schema: dict[str, OptionSpec] = {}
@@ -132,15 +207,16 @@ def option_schema(config: RunConfig, scheduler_cls) -> dict[str, OptionSpec] | N
     return schema
 
 
-def check_options(config: RunConfig, scheduler_cls) -> dict:
-    """``config.options`` checked against what the configuration takes: a key set by a flag, a
-    key no component takes (with the flag it needs, or a suggested spelling) and a switch given
-    anything but true/false are one-line errors. Returns the options."""
+def check_options(config: RunConfig, scheduler_cls, loaded: dict | None = None) -> dict:
+    """``config.options`` checked against what the configuration takes (its scheduler and the
+    ``loaded`` :func:`components`): a key set by a flag, a key no component takes (with the flag it
+    needs, or a suggested spelling) and a switch given anything but true/false are one-line errors.
+    Returns the options."""
     flags = flag_of()
     for key in config.options:
         if key in flags:
             raise ConfigError(f"option {key!r} is set by {flags[key]}, not by -o")
-    schema = option_schema(config, scheduler_cls)
+    schema = option_schema(config, scheduler_cls, loaded)
     if schema is None:
         return dict(config.options)
     for key, value in config.options.items():

@@ -1,4 +1,5 @@
-"""Checks of numeric settings, shared by the command line and the Python API.
+"""Checks of numeric settings (``batsched_ml.config``'s second step), shared by the command line,
+the Python API and the components, which check their own parameters with them.
 
 A value out of range (a negative starvation threshold, a tau of -1, zero trees)
 would not crash: it would silently change the results. Each check returns the
@@ -147,20 +148,25 @@ def arg(check, name: str, *args, integer: bool = False):
 
 
 # ------------------------------------------------------------------- paths
-def output_prefix(prefix, name: str = "-e") -> str:
-    """Check an output prefix (``DIR/NAME`` -> ``DIR/NAME_jobs.csv``...) and create ``DIR``.
+def output_prefix(prefix, name: str = "-e", separator: str = "_") -> str:
+    """Check an output prefix and create its directory. Batsim 4.2.1 puts ``separator`` "_"
+    between the prefix and each file (``DIR/NAME`` -> ``DIR/NAME_jobs.csv``); Batsim 5 puts
+    nothing (``separator=""``), so there ``DIR/`` is a prefix too (``DIR/jobs.csv``).
 
     A file where a directory is needed gets a sentence, not ``[Errno 17] File exists``."""
     from pathlib import Path
 
     path = Path(prefix)
-    if str(prefix).endswith(("/", "\\")):
+    example = f"DIR/NAME{separator}jobs.csv"
+    is_directory = str(prefix).endswith(("/", "\\"))
+    if is_directory and separator:
         raise ValidationError(f"{name} {prefix}: names a directory; {name} takes an output prefix DIR/NAME "
                               f"(outputs go to DIR/NAME_jobs.csv and DIR/NAME_schedule.csv), "
                               f"e.g. {name} {path / 'run'}")
-    for parent in reversed(path.parents):
+    directory = path if is_directory else path.parent
+    for parent in reversed([directory, *directory.parents]):
         if parent.exists() and not parent.is_dir():
             raise ValidationError(f"{name} {prefix}: {parent} is an existing file, not a directory; "
-                                  f"{name} takes an output prefix DIR/NAME (outputs go to DIR/NAME_jobs.csv)")
-    path.parent.mkdir(parents=True, exist_ok=True)
+                                  f"{name} takes an output prefix DIR/NAME (outputs go to {example})")
+    directory.mkdir(parents=True, exist_ok=True)
     return str(prefix)

@@ -256,17 +256,42 @@ def test_probe_a_second_init_frame(tmp_path):
 # ------------------------------------------------------------------ our Batsim 5 peer
 
 
-@pytest.mark.parametrize("name", ["fcfs", "easy"])
+@pytest.mark.parametrize("name", ["fcfs", "easy", "conservative"])
 def test_peer_drives_serve_batsim_5_like_the_in_process_run(tmp_path, name):
-    """No feature changes Batsim's timing for these schedulers: the embedded simulator gives the same
-    jobs CSV through Batsim 5's protocol as in-process (4.2.1's semantics, same timing model)."""
+    """``simulate --connect --batsim 5`` is the embedded simulator's Batsim 5 line (rc2's timing)
+    speaking batprotocol: driving ``serve --batsim 5`` (a JSON scheduler: it reads the 12 decimals
+    rc2 prints and echoes them), it writes the jobs file of the in-process ``--batsim 5`` run, byte
+    for byte, and not that of Batsim 4.2.1's timing."""
     endpoint = f"ipc://{tmp_path}/s.ipc"
     server = ServerThread(build_scheduler(name), endpoint, timeout=TIMEOUT, batsim="5")
-    result = run_connected(*TINY, endpoint, tmp_path / "v5", timeout=TIMEOUT, batsim="5")
+    result = run_connected(*TINY, endpoint, f"{tmp_path}/v5-", timeout=TIMEOUT, batsim=5)
     assert server.join() == 0, server.errors
-    inproc, _ = simulate(*TINY, build_scheduler(name), prefix=tmp_path / "inproc")
-    assert (tmp_path / "v5_jobs.csv").read_bytes() == (tmp_path / "inproc_jobs.csv").read_bytes()
+    simulate(*TINY, build_scheduler(name), prefix=f"{tmp_path}/inproc-", batsim=5)
+    connected = (tmp_path / "v5-jobs.csv").read_bytes()
+    assert connected == (tmp_path / "inproc-jobs.csv").read_bytes()
+    simulate(*TINY, build_scheduler(name), prefix=tmp_path / "v4")
+    assert connected != (tmp_path / "v4_jobs.csv").read_bytes()  # rc2's instants are not 4.2.1's
     assert result.messages == server.stats.messages
+
+
+def test_peer_sends_the_frames_rc2_sent(tmp_path):
+    """Driving ``serve --batsim 5`` (fcfs, tiny), the peer sends the messages rc2 sent its own process
+    scheduler in JSON mode (``golden-v5/frames``): same events, every date the number rc2 printed."""
+    endpoint = f"ipc://{tmp_path}/s.ipc"
+    server = ServerThread(build_scheduler("fcfs"), endpoint, timeout=TIMEOUT, batsim="5",
+                          log_path=tmp_path / "serve.log")
+    run_connected(ROOT / "tests" / "data" / "platform-16.xml", WORKLOADS / "tiny.v5.json", endpoint, None,
+                  timeout=TIMEOUT, batsim=5)
+    assert server.join() == 0, server.errors
+    sent = []
+    for line in (tmp_path / "serve.log").read_text().splitlines():
+        if line.startswith("BATSIM {"):
+            message = json.loads(line[7:])
+            sent.append({"now": message["now"], "events": [
+                [e["timestamp"], e["event_type"], e["event"].get("job_id", "")] for e in message["events"]]})
+    gold = [json.loads(line) for line in (WORKLOADS.parent / "frames" / "ref-process-edc-fcfs-json.frames.jsonl")
+            .read_text().splitlines()]
+    assert sent == gold
 
 
 def test_peer_kill_and_requeue_through_batsim_5(tmp_path):
@@ -279,7 +304,7 @@ def test_peer_kill_and_requeue_through_batsim_5(tmp_path):
     result = run_connected(*TINY, endpoint, tmp_path / "v5", timeout=TIMEOUT, batsim="5")
     assert server.join() == 0, server.errors
     assert scheduler.requeued and not result.unfinished
-    rows = (tmp_path / "v5_jobs.csv").read_text().splitlines()[1:]
+    rows = (tmp_path / "v5jobs.csv").read_text().splitlines()[1:]
     ids = [row.split(",")[0] for row in rows]
     assert len(ids) == len(set(ids)) == 60 + len(scheduler.requeued)
     killed = {row.split(",")[0] for row in rows if "COMPLETED_KILLED" in row}
@@ -321,6 +346,44 @@ def test_peer_reads_what_rc2s_process_scheduler_answers():
     assert session.read_hello(hello).decision_component_name == "fcfs"
     started = sum(len([d for d in session.decode(reply).events if d.type == "EXECUTE_JOB"]) for _, reply in exchange)
     assert started == 60
+
+
+def test_peer_reads_replies_by_rc2s_rule():
+    """rc2's reader (src/protocol.cpp, ``parse_batprotocol_message``) never compares a reply's ``now``
+    with its message's, and wants each decision at most the reply's ``now`` and at least the FIRST
+    decision's date: so does our peer, and the simulator's Batsim 5 line takes such a reply."""
+    from batsched_ml.simulator.checks import SimulationError, check_reply
+
+    peer = BatsimSession()
+    peer.read_hello(hello_frame(EDCHello("x", "1", "", features_for(False))))
+
+    def reject(ts, job_id):
+        return (ts, "RejectJobEvent", {"job_id": job_id})
+
+    early = peer.decode(frame(4.999999999999, reject(4.999999999999, "w0!1"))[:-1])  # a sliver before 5.0
+    check_reply(5.0, early.now, early.events, past_allowed=True)
+    with pytest.raises(SimulationError, match="now=4.999999999999 < 5.0"):
+        check_reply(5.0, early.now, early.events)  # Batsim 4.2.1 aborts
+    unsorted = peer.decode(frame(7.0, reject(5.0, "w0!1"), reject(7.0, "w0!2"), reject(6.0, "w0!3")))
+    assert [d.timestamp for d in unsorted.events] == [5.0, 7.0, 6.0]
+    check_reply(5.0, unsorted.now, unsorted.events, past_allowed=True)
+    with pytest.raises(ProtocolError, match="before the first event's 6.0"):
+        peer.decode(frame(7.0, reject(6.0, "w0!1"), reject(5.0, "w0!2")))
+    with pytest.raises(ProtocolError, match="later than the message now"):
+        peer.decode(frame(7.0, reject(8.0, "w0!1")))
+
+
+def test_a_call_read_back_is_asked_again_for_the_same_millisecond():
+    """``at_of_call`` then ``call_time`` keeps the millisecond: 4270764.002 * 1000 is 4270764002.0000005
+    in doubles, and rounding it up again would make our peer fire a kill of the recommended
+    classification (KTH-5k, job 3622) 1 ms after the in-process run and rc2."""
+    from batsched_ml.protocol.v5.forms import MILLISECOND, at_of_call, call_time
+    from batsched_ml.simulator.lines import BATSIM_5
+
+    assert 4270764.002 * 1000 > 4270764002
+    assert call_time(at_of_call(4270764002, MILLISECOND)) == (4270764002, MILLISECOND)
+    assert BATSIM_5.call_date(at_of_call(4270764002, MILLISECOND)) == 4270764.002
+    assert call_time(4270764.0017) == (4270764002, MILLISECOND)  # a date between two: rounded up
 
 
 def test_session_encodes_our_decisions_as_rc2_reads_them():

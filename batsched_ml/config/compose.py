@@ -1,5 +1,5 @@
-"""Composition: a `RunConfig` validated against the plugins and
-turned into a scheduler with its collaborators built and injected.
+"""Composition, the last step of ``batsched_ml.config``: a ``RunConfig`` resolved against the
+plugins (``resolve``) turned into a scheduler with its collaborators built and injected.
 
 A scheduler plugin declares what it accepts by its constructor's keyword parameters:
 
@@ -11,10 +11,8 @@ A scheduler plugin declares what it accepts by its constructor's keyword paramet
 | ``reservations``, ``backfill_order``, ``starvation_threshold`` | the flags of the same name, as given |
 | any other parameter | an ``-o KEY=VALUE`` option |
 
-A flag the chosen scheduler does not take is refused (``scheduler 'fcfs' takes no
---backfill-order``), never ignored; so are a correction without a predictor, a correction
-timing without a correction and kills without a classifier. Nothing is looked up by name
-below this module: schedulers receive objects.
+A flag the chosen scheduler does not take was refused by ``resolve``, never ignored. Nothing is
+looked up by name below this module: schedulers receive objects.
 """
 
 from __future__ import annotations
@@ -22,71 +20,13 @@ from __future__ import annotations
 import contextlib
 import json
 
-from .config import ConfigError, RunConfig, check_values, settings
-from .options import PREFIX, check_options, classification_options, constructor_parameters, option_schema
+from ..policies.expression import SPEC_PREFIXES
+from .declare import RunConfig
 from .plugins import load
-from .policies.expression import SPEC_PREFIXES
-from .validation import ValidationError
+from .resolve import PREFIX, classification_options, constructor_parameters, resolve, scheduler_accepts
+from .validate import ValidationError
 
-__all__ = ["build_classifier", "build_component", "build_estimator", "build_policy", "build_scheduler",
-           "resolve", "run_label", "scheduler_accepts"]
-
-
-def scheduler_accepts(scheduler_cls) -> set[str]:
-    """The constructor parameters of a scheduler plugin (what it accepts)."""
-    return set(constructor_parameters(scheduler_cls) or {})
-
-
-def resolve(config: RunConfig) -> RunConfig:
-    """``config`` validated (once, here) against the installed plugins, with the defaults of what
-    the scheduler takes filled in and the settings it does not take left None. Raises a
-    ``ConfigError`` (or a ``PluginError``) with one line."""
-    check_values(config)
-    scheduler_cls = load("schedulers", config.scheduler)
-    takes = scheduler_accepts(scheduler_cls)
-    values = {}
-    for name, spec in settings().items():
-        value = getattr(config, name)
-        given = value is not None and value is not False
-        if spec.needs and given and getattr(config, spec.needs) is None:
-            raise ConfigError(_needs_message(name, spec))
-        if spec.param is not None and spec.param not in takes:
-            if given:
-                raise ConfigError(f"scheduler {config.scheduler!r} takes no {spec.flag}"
-                                  + _why_not(name, config.scheduler))
-            continue
-        if value is None and spec.default is not None and (spec.needs is None or getattr(config, spec.needs)):
-            value = spec.default
-        values[name] = value
-    resolved = config.replace(**values)
-    for name, kind in (("policy", "policies"), ("predictor", "predictors"), ("correction", "corrections"),
-                       ("classifier", "classifiers"), ("distribution", "distributions")):
-        value = getattr(resolved, name)
-        if value is not None and not (kind == "policies" and value.startswith(SPEC_PREFIXES)):
-            load(kind, value)  # an unknown or broken plugin fails here, by name
-    return resolved.replace(options=check_options(resolved, scheduler_cls))
-
-
-def run_label(config: RunConfig) -> str:
-    """The label that names a resolved run (``PREFIX_run.json``, ``plot``'s legend, ``serve``'s
-    listening line): ``RunConfig.label`` with the options given at their plugin's default left out."""
-    schema = option_schema(config, load("schedulers", config.scheduler)) or {}
-    return config.label({key: spec.default for key, spec in schema.items()})
-
-
-def _needs_message(name: str, spec) -> str:
-    needed = settings()[spec.needs].flag
-    why = {"correction": "with the requested time as the estimate a job never outlives it, so no correction "
-                         "would ever apply",
-           "correction_timing": "it says when a correction takes effect",
-           "kill_false_small": "only classified jobs can be false small"}.get(name, "")
-    return f"{spec.flag} needs {needed}" + (f": {why}" if why else "")
-
-
-def _why_not(name: str, scheduler: str) -> str:
-    return {"classifier": " (classification orders the queue small-first: it needs a scheduler that takes "
-                          "a --policy)",
-            "distribution": " (runtime distributions are for --scheduler probabilistic)"}.get(name, "")
+__all__ = ["build_classifier", "build_component", "build_estimator", "build_policy", "build_scheduler"]
 
 
 # ---------------------------------------------------------------- building
@@ -100,7 +40,7 @@ def build_scheduler(config: RunConfig):
     if "policy" in takes:
         policy = build_policy(config.policy, options["policy"])
         if config.classifier:
-            from .classifiers.scheduler import SmallFirst  # (numpy: only when classifying)
+            from ..classifiers.scheduler import SmallFirst  # (numpy: only when classifying)
 
             policy = SmallFirst.around(policy, options["classification"])
         kwargs["policy"] = policy
@@ -118,7 +58,7 @@ def build_scheduler(config: RunConfig):
         scheduler = scheduler_cls(**kwargs)
     if config.classifier is None:
         return scheduler
-    from .classifiers.scheduler import ClassifyingScheduler
+    from ..classifiers.scheduler import ClassifyingScheduler
 
     classifier = build_classifier(config.classifier, options["classifier"], seed=config.seed)
     with _naming(options["classification"]):
@@ -150,7 +90,7 @@ def build_policy(name: str, params: dict | None = None):
     """A queue order from its plugin name (with its ``-o policy_<param>`` options), or from
     ``expr:FORMULA`` / ``learned:FILE.json[#k]`` / ``rl:FILE.json``."""
     if name.startswith(SPEC_PREFIXES):
-        from .policies.expression import policy_from_spec
+        from ..policies.expression import policy_from_spec
 
         return policy_from_spec(name)
     return build_component("policies", name, params or {})
@@ -183,7 +123,7 @@ def build_classifier(name: str, params: dict, *, seed: int = 0):
 def build_estimator(predictor: str, correction: str | None = None, timing: str | None = None, *, seed: int = 0,
                     predictor_options: dict | None = None, correction_options: dict | None = None):
     """A ``predictors.Estimator`` of a predictor plugin and an optional correction plugin."""
-    from .predictors import Estimator
+    from ..predictors import Estimator
 
     model = build_component("predictors", predictor, predictor_options or {}, seed=seed)
     fix = None if correction is None else build_component("corrections", correction, correction_options or {})
