@@ -203,3 +203,45 @@ workload = "{KTH}"
     report = write_report(out, out / "report").read_text()
     assert "missing" not in report and "Incomplete" not in report  # nothing expected where a config does not run
     assert "| seq-fcfs (on other) | `batsched-ml evaluate-policy --orders fcfs --backfill --sequences 3" in report
+
+
+def test_the_rl_campaign_files_train_what_the_committed_policies_were_trained_with(monkeypatch):
+    """experiments/rlscheduler.toml's trainings are the commands that wrote experiments/policies/rlscheduler/
+    (the campaign's es-lublin2-rlscheduler seed 0 gave that file's weights bit for bit, 2026-12-07), and
+    each of RLScheduler's published cells names a config that runs on its trace."""
+    from batsched_ml.rl.kinds import TrainPolicyKind
+
+    monkeypatch.setenv("RLSCHEDULER_DATA", str(ROOT))
+    campaign = load_campaign(ROOT / "experiments" / "rlscheduler.toml")
+    compared = 0
+    for name, training in campaign.trainings.items():
+        committed = ROOT / "experiments" / "policies" / "rlscheduler" / f"{name}-s0.json"
+        if not committed.is_file():
+            continue
+        want = json.loads(committed.read_text())["metadata"]["config"]
+        got = TrainPolicyKind.config(training.settings, ("<trace>",))
+        got = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(got).items()}
+        assert {k: got[k] for k in want if k != "workload"} == {k: v for k, v in want.items() if k != "workload"}
+        assert {k: got[k] for k in got.keys() - want.keys()} == {"starvation_threshold": None, "tail_weight": 0.0}
+        compared += 1
+    assert compared >= 6
+    cells = [p for p in campaign.paper if p.metric == "avebsld10"]
+    assert len(cells) == 36 and all(campaign.configs[p.config].runs_on(p.trace) for p in cells)
+    assert load_campaign(ROOT / "experiments" / "rl-sequences.toml").trainings.keys() == {
+        "rl-lublin-256-none", "rl-lublin-256-easy", "rl-sdsc-sp2-none", "rl-sdsc-sp2-easy"}
+
+
+def test_an_order_naming_an_unset_variable_fails_its_runs_only(tmp_path, monkeypatch):
+    """Their models are data a user may not have ($RLSCHEDULER_MODELS): the file loads, those runs fail
+    saying why, and the rest runs; a set variable is checked when the file is read."""
+    monkeypatch.delenv("BATSCHED_ML_NO_SUCH_DIR", raising=False)
+    extra = '[configs.theirs]\nkind = "evaluate-policy"\norder = "rlscheduler-model:$BATSCHED_ML_NO_SUCH_DIR/m"\n' \
+            'sequences = 2\nsequence_length = 100\n'
+    path = write(tmp_path, CAMPAIGN + extra)
+    outcome = run(path, tmp_path / "out", configs=["theirs"])
+    status = {(r["config"], r["window"]): r["status"] for r in rows_of(tmp_path / "out")}
+    assert status == {("easy", "0"): "ok", ("theirs", "0"): "error", ("theirs", "1"): "error"}
+    assert len(outcome.failed) == 2 and "BATSCHED_ML_NO_SUCH_DIR" in outcome.failed[0]
+    monkeypatch.setenv("BATSCHED_ML_NO_SUCH_DIR", str(tmp_path))
+    with pytest.raises(CampaignError, match=r"\[configs.theirs\]: .*rlscheduler-model:/"):
+        load_campaign(path)

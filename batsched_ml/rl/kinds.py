@@ -128,7 +128,9 @@ class EvaluatePolicyKind(TaskKind):
         settings = EvaluationSettings(**table)
         if settings.sample and not settings.order.startswith("rlscheduler-model:"):
             raise CampaignError(f"{where}: sample = true draws from their trained model (rlscheduler-model:DIR)")
-        if "order" not in deferred and not REFERENCE.search(settings.order):
+        # checked now, unless it names a training's file or an unset variable (data the user may not
+        # have: those tasks fail, saying why, and the rest of the campaign runs)
+        if "order" not in deferred and not REFERENCE.search(settings.order) and "$" not in settings.spec:
             try:
                 get_protocol(protocol).scorer(settings.spec)  # an unknown order or a bad file: now
             except (ValueError, OSError, LookupError) as exc:
