@@ -8,7 +8,6 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from batsched_ml.campaign.kinds import get_kind, kind_names, references, substitute

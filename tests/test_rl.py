@@ -628,7 +628,7 @@ def test_the_tail_term_adds_what_each_sequence_s_longest_wait_costs_beyond_twice
     want_tail = 0.0
     for i, start in starts:
         bsld, wait = protocol.figures(NetworkPolicy(network), pools[i], start, "easy", 10.0, 36000.0)
-        base_bsld, base_wait = protocol.figures("fcfs", pools[i], start, "easy")
+        _, base_wait = protocol.figures("fcfs", pools[i], start, "easy")
         assert bsld == protocol.network_score(network, pools[i], start, "easy", starvation_threshold=36000.0)
         want_tail += max(0.0, np.log(max(wait, 1.0) / (2 * max(base_wait, es.TAIL_FLOOR))))
     without = es._fitness(protocol, network, plain, pools, starts,

@@ -381,7 +381,7 @@ def _trainings_section(results_dir: Path, trainings: list[str]) -> list[str]:
 
     rows = [r for r in read_trainings(results_dir) if r["training"] in trainings]
     if not rows:
-        return ([f"## Trainings", "", f"Not run yet: {', '.join(trainings)}.", ""] if trainings else [])
+        return (["## Trainings", "", f"Not run yet: {', '.join(trainings)}.", ""] if trainings else [])
     columns = list(dict.fromkeys(k for r in rows for k in (r["metrics"] or {})))
     lines = ["## Trainings", "", "Each training's seeds (`trainings.csv`; the files under `trained/`).", "",
              "| training | seed | status | traces | " + " | ".join(columns) + " |",

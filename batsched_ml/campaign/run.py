@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +14,11 @@ from ..progress import TaskProgress
 from .cache import ResultCache, config_cost_key
 from .expand import write_campaign
 from ..executor import TaskFailure, iter_tasks
-from .inputs import prepare_trace
+from .kinds import get_kind
 from .results import complete_row, read_results, write_results
 from .spec import Campaign
-from .kinds import get_kind
 from .tasks import REPORT_SUFFIX, Task, code_version, error_row, run_name, run_task, task_key
-from .trainings import TRAINED, TRAINING_WINDOW, WORK, write_trainings
+from .trainings import TRAINING_WINDOW, WORK, link_file, write_trainings
 
 __all__ = ["CampaignOutcome", "build_tasks", "estimated_cost", "run_campaign"]
 
@@ -113,13 +110,7 @@ def _link_runs(results_dir: Path, cache: ResultCache, tasks: list[Task], done: d
         if task.key not in done:
             continue
         for suffix in cache.files(task.key):
-            src, dst = cache.file(task.key, suffix), runs / f"{task.run_name}{suffix}"
-            tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
-            try:
-                os.link(src, tmp)
-            except OSError:
-                shutil.copyfile(src, tmp)
-            os.replace(tmp, dst)
+            link_file(cache.file(task.key, suffix), runs / f"{task.run_name}{suffix}")
 
 
 def _report_file(cache: ResultCache, task: Task) -> str | None:

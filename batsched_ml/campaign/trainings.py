@@ -18,7 +18,8 @@ from pathlib import Path
 
 from .tasks import MAX_ERROR_CHARS, safe_name
 
-__all__ = ["COLUMNS", "TRAINED", "TRAINING_WINDOW", "WORK", "read_trainings", "trained_file", "write_trainings"]
+__all__ = ["COLUMNS", "TRAINED", "TRAINING_WINDOW", "WORK", "link_file", "read_trainings", "trained_file",
+           "write_trainings"]
 
 TRAINING_WINDOW = -1  # a training task's window: it reads whole traces, of no window
 WORK = "work"  # RESULTS_DIR/work: what a training keeps between runs (its checkpoint)
@@ -32,7 +33,8 @@ def trained_file(training: str, seed: int, suffix: str) -> str:
     return f"{TRAINED}/{safe_name(training)}.s{seed}{suffix}"
 
 
-def _link(src: Path, dst: Path) -> None:
+def link_file(src: Path, dst: Path) -> None:
+    """``dst`` as a hard link to the cached ``src`` (a copy where links fail), replaced atomically."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
     try:
@@ -57,7 +59,7 @@ def write_trainings(results_dir, campaign, tasks, done: dict, failures: dict, ca
                "key": task.key}
         if task.key in done:
             got = done[task.key]
-            _link(cache.file(task.key, suffix), results_dir / trained_file(task.config, task.seed, suffix))
+            link_file(cache.file(task.key, suffix), results_dir / trained_file(task.config, task.seed, suffix))
             row.update(status="ok", wall_s=got.get("wall_s"), file=trained_file(task.config, task.seed, suffix),
                        metrics=got.get("metrics"))
         elif task.key in failures:
