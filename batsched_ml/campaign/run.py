@@ -231,7 +231,8 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                     cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
                     done[task.key] = result["row"]
                     outcome.computed += 1
-            todo = [t for t in todo if t.key not in done and t.key not in failures]
+            submitted = {t.key for t in ready}  # each task once a run, whatever its wave gave back
+            todo = [t for t in todo if t.key not in submitted and t.key not in failures]
     except KeyboardInterrupt as exc:
         outcome.interrupted = True
         outcome.stopped_by = exc
