@@ -136,7 +136,11 @@ class ClassifyingScheduler(Scheduler):
     waiting behind the large queue; a true large one only used cores nothing else could);
     ``requeue_order``: where a killed false-small job queues among the large ones,
     ``resubmission`` (as the new Batsim job it is, submitted at the kill) or ``original`` (by
-    its first submission, as the same job moved from one queue to the other in Algorithm 2).
+    its first submission, as the same job moved from one queue to the other in Algorithm 2);
+    ``kill_only_if_waiting``: a job due for its kill at the divider (a false small, a probe, a
+    speculative start) runs on when no job waits at that moment: the kill frees cores for queued
+    jobs, and with none queued it only throws the attempt away (on an idle machine the requeued
+    job restarts at once, having lost a divider of work and of wait).
     """
 
     def __init__(self, scheduler, classifier, *, kill_false_small=False, period=WEEK, history="all",
@@ -144,13 +148,14 @@ class ClassifyingScheduler(Scheduler):
                  store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
                  class_starvation_threshold=None, order_by_probability="none", probability_head_start=None,
                  probe_after=None, requeue_order="resubmission", reclassify_waiting=False,
-                 speculative_backfill=None):
+                 speculative_backfill=None, kill_only_if_waiting=False):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
                              "(batsched_ml.compose builds it so)")
         for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
-                            ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting)):
+                            ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting),
+                            ("kill_only_if_waiting", kill_only_if_waiting)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
         threshold = positive(class_starvation_threshold, "class_starvation_threshold",
@@ -202,7 +207,9 @@ class ClassifyingScheduler(Scheduler):
         self._kills_pending: dict = {}
         self._probe_heap: list = []  # (probe_at, seq, job)
         self._first_submission: dict = {}  # original id -> submission time of a killed job
+        self.kill_only_if_waiting = kill_only_if_waiting
         self.kills = 0
+        self.kills_spared = 0  # due kills skipped because no job waited (kill_only_if_waiting)
         self.kill_races = 0  # kills answered without progress (the job had just completed)
         self.probes = 0
 
@@ -313,6 +320,9 @@ class ClassifyingScheduler(Scheduler):
             _, _, job = heapq.heappop(heap)
             if job.state == RUNNING and job.id in self._killable:
                 del self._killable[job.id]
+                if self.kill_only_if_waiting and not self.scheduler.queue:
+                    self.kills_spared += 1
+                    continue
                 self._kills_pending[job.id] = job
                 ctx.kill(job)
 
@@ -452,6 +462,8 @@ class ClassifyingScheduler(Scheduler):
             cls[key] = learned.pop(key)
         cls["kills"] = self.kills
         cls["kill_races"] = self.kill_races
+        if self.kill_only_if_waiting:
+            cls["kills_spared"] = self.kills_spared
         if self.probe_after is not None:
             cls["probes"] = self.probes
         if self.speculative_backfill is not None:
