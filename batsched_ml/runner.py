@@ -25,13 +25,21 @@ def build_scheduler(scheduler: str = "easy", policy: str | None = None, **settin
     return build(config)
 
 
-def in_process(core: DecisionCore):
-    """The embedded transport: the simulator calls the decision core directly."""
+class InProcess:
+    """The embedded transport: the simulator calls the decision core directly (an object, not a
+    closure: a snapshot of the run pickles it with the core)."""
 
-    def exchange(now, events):
-        return now, core.handle(now, events)
+    __slots__ = ("core",)
 
-    return exchange
+    def __init__(self, core: DecisionCore):
+        self.core = core
+
+    def __call__(self, now, events):
+        return now, self.core.handle(now, events)
+
+
+def in_process(core: DecisionCore) -> InProcess:
+    return InProcess(core)
 
 
 def load_inputs(platform, workloads):

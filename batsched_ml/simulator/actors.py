@@ -17,6 +17,9 @@ mailbox, and the timing of everything the scheduler sees comes from that:
 ``Submitter`` and ``Reply`` are the two actors whose timing the scheduler sees most.
 Dates are integer nanoseconds; ``stamp`` turns one into the microsecond date
 Batsim writes in its messages.
+
+Every action the network holds (a sleeper's wake-up, a message's ``on_sent``) is a bound method
+or a ``functools.partial`` of one, never a closure: a paused run pickles whole (snapshots).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,13 @@ class Submitter:
         self.net, self.jobs, self.next = net, jobs, 0
 
     def start(self, t: int) -> None:
-        self.net.post(t, self.net.loopback, HELLO, None, lambda t2: self._advance(t2, False))
+        self.net.post(t, self.net.loopback, HELLO, None, self._started)
+
+    def _started(self, t: int) -> None:
+        self._advance(t, False)
+
+    def _woken(self, t: int) -> None:
+        self._advance(t, True)
 
     def _advance(self, t, woken):
         net, jobs = self.net, self.jobs
@@ -140,18 +150,17 @@ class Submitter:
             batch.append(jobs[i])
             i += 1
         self.next = i
-        if i == n:
-            def after(t2):
-                net.post(t2, net.loopback, BYE, None, None)
-        else:
-            delay = jobs[i].subtime_ns - t
-
-            def after(t2):
-                net.wake(t2 + delay, lambda t3: self._advance(t3, True))
+        after = self._bye if i == n else partial(self._sleep, jobs[i].subtime_ns - t)
         if batch:
             net.post(t, net.loopback, SUBMITTED, batch, after)
         else:
             after(t)
+
+    def _bye(self, t: int) -> None:
+        self.net.post(t, self.net.loopback, BYE, None, None)
+
+    def _sleep(self, delay: int, t: int) -> None:
+        self.net.wake(t + delay, self._woken)
 
 
 class Reply:
@@ -175,12 +184,18 @@ class Reply:
             self.next += 1
             at = self._ns(d.timestamp)
             if at > t:
-                net.wake(at, lambda t2: net.post(t2, net.loopback, DECISION, d, self.step))
+                net.wake(at, partial(self._send, d))
             else:
-                net.post(t, net.loopback, DECISION, d, self.step)
+                self._send(d, t)
         else:
             at = self._ns(self.now)
             if at > t:
-                net.wake(at, lambda t2: net.post(t2, net.loopback, READY, None, None))
+                net.wake(at, self._ready)
             else:
-                net.post(t, net.loopback, READY, None, None)
+                self._ready(t)
+
+    def _send(self, decision, t: int) -> None:
+        self.net.post(t, self.net.loopback, DECISION, decision, self.step)
+
+    def _ready(self, t: int) -> None:
+        self.net.post(t, self.net.loopback, READY, None, None)

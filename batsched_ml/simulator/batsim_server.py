@@ -17,6 +17,7 @@ nothing is left.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from ..protocol import events as ev
 from ..protocol.coreset import format_mask
@@ -205,7 +206,7 @@ class BatsimServer:
         else:
             job.runtime = delay
             job.final_state = ev.COMPLETED_SUCCESSFULLY
-        self.net.wake(t + ns(job.runtime), lambda t2: self._job_ends(job, t2))
+        self.net.wake(t + ns(job.runtime), partial(self._job_ends, job))
 
     def _on_decision(self, t: int, d) -> None:
         kind = type(d)
@@ -216,9 +217,8 @@ class BatsimServer:
             at = ns_of(d.at)
             checks.check_call_later(at, t, d.at)
             self.waiters += 1
-            net = self.net
             # Batsim's waiter sleeps at least 10 us.
-            net.wake(t + max(at - t, 10_000), lambda t2: net.post(t2, net.loopback, WAITING_DONE, None, None))
+            self.net.wake(t + max(at - t, 10_000), self._waited)
         elif kind is ev.RejectJob:
             job = checks.known_job(sim.jobs, d.job_id, "REJECT_JOB")
             checks.check_waiting(job, "REJECT_JOB")
@@ -270,25 +270,28 @@ class BatsimServer:
                 jobs.append(job)
         if not jobs:
             return
-        job_ids = [job.id for job in jobs]
         self.killers += 1
+        self.net.spawn(partial(self._kill, jobs, [job.id for job in jobs]))
 
-        def kill(t2):
-            progress, killed = {}, []
-            for job in jobs:
-                if job.state != "RUNNING":
-                    continue  # it ended first: listed without progress
-                elapsed = (t2 - job.start_ns) / 1e9
-                delay = float(job.profile["delay"])
-                job.runtime = elapsed if elapsed > 0 else 1e-5
-                job.state = job.final_state = ev.COMPLETED_KILLED
-                self.busy &= ~job.alloc
-                killed.append(job)
-                progress[job.id] = {"profile_name": job.profile_name,
-                                    "progress": elapsed / delay if delay > 0 else 1.0}
-            self.net.post(t2, self.net.loopback, KILLING_DONE, (job_ids, killed, progress), None)
+    def _kill(self, jobs: list, job_ids: list, t: int) -> None:
+        """The killer actor: the jobs still running end at ``t``; acknowledged through the mailbox."""
+        progress, killed = {}, []
+        for job in jobs:
+            if job.state != "RUNNING":
+                continue  # it ended first: listed without progress
+            elapsed = (t - job.start_ns) / 1e9
+            delay = float(job.profile["delay"])
+            job.runtime = elapsed if elapsed > 0 else 1e-5
+            job.state = job.final_state = ev.COMPLETED_KILLED
+            self.busy &= ~job.alloc
+            killed.append(job)
+            progress[job.id] = {"profile_name": job.profile_name,
+                                "progress": elapsed / delay if delay > 0 else 1.0}
+        self.net.post(t, self.net.loopback, KILLING_DONE, (job_ids, killed, progress), None)
 
-        self.net.spawn(kill)
+    def _waited(self, t: int) -> None:
+        """A call-me-later waiter wakes up and tells the server."""
+        self.net.post(t, self.net.loopback, WAITING_DONE, None, None)
 
     def _on_killing_done(self, t: int, payload) -> None:
         job_ids, killed, progress = payload

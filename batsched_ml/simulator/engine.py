@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import gc
 import heapq
+import pickle
 import time
 
 from ..protocol import events as ev
+from ..snapshot_files import Snapshot, SnapshotError
 from ..validation import machine_size
+from . import snapshots
 from .actors import BATSIM_LATENCY, NO_LATENCY, Latency, Submitter, ns
 from .batsim_server import BatsimServer
 from .checks import SimulationError
@@ -32,7 +35,10 @@ from .outputs import JobsTracer
 from .records import PartialOutputs, SimJob, SimStatus, SimulationResult
 
 __all__ = ["BATSIM_LATENCY", "NO_LATENCY", "Latency", "PartialOutputs", "SimJob", "SimStatus",
-           "SimulationError", "SimulationResult", "Simulator"]
+           "SimulationError", "SimulationResult", "Simulator", "Snapshot", "SnapshotError", "Watch"]
+
+
+KEEP = object()  # Simulator.from_snapshot: the outputs go on in the run's own files
 
 
 def _output(prefix: str | None, kind: str) -> str | None:
@@ -56,6 +62,34 @@ def _compute_resources(names) -> list:
             gc.enable()
 
 
+class Watch:
+    """When the run loop stops to look: before an event of a date ``>= at`` (ns) it calls
+    :meth:`reached`, which may snapshot the run and says whether to pause there. ``alert()``
+    (from a signal handler or another thread) makes the loop look at its next event.
+    This one pauses at ``until`` (seconds; None: never)."""
+
+    NEVER = 1 << 62  # ns: later than any simulated date
+
+    def __init__(self, until: float | None = None):
+        self.until_ns = self.NEVER if until is None else ns(until)
+        self.at = self.until_ns
+
+    def until(self, until: float | None) -> "Watch":
+        """This watch, pausing at ``until`` as well (seconds; None: as before)."""
+        if until is not None:
+            self.until_ns = ns(until)
+            self.at = min(self.at, self.until_ns)
+        return self
+
+    def alert(self) -> None:
+        self.at = 0
+
+    def reached(self, sim: "Simulator", t: int) -> bool:
+        """At an event of date ``t`` (ns) >= ``at``: True pauses the run before it."""
+        self.at = self.until_ns
+        return t >= self.until_ns
+
+
 class Simulator:
     """The machine and the workloads' jobs; ``run`` simulates them with one scheduler."""
 
@@ -77,6 +111,15 @@ class Simulator:
             jobs.sort(key=lambda j: j.subtime)  # stable: equal subtimes keep the workload's order
             self.static[name] = jobs
         self.nb_static = sum(len(j) for j in self.static.values())
+        # one run's state (``run``): its server, outputs, whether it ended, wall time of earlier sessions
+        self._server: BatsimServer | None = None
+        self._prefix: str | None = None
+        self._ended = False
+        self._between_events = False
+        self._in_loop = False
+        self._wall_before = 0.0
+        self._session_start = 0.0
+        self._static_ids: frozenset | None = None
 
     def make_job(self, workload: str, data: dict) -> SimJob:
         """A job of the workloads or registered during the run (``REGISTER_JOB``), its id unique."""
@@ -96,35 +139,130 @@ class Simulator:
         self.jobs[job_id] = job
         return job
 
-    def run(self, scheduler, prefix: str | None = None, on_start=None) -> SimulationResult:
+    def run(self, scheduler, prefix: str | None = None, on_start=None, *, until: float | None = None,
+            watch: Watch | None = None) -> SimulationResult | None:
         """Simulate to the end; with ``prefix``, write ``PREFIX_jobs.csv`` (streamed as jobs end)
         and ``PREFIX_schedule.csv``. If anything stops the run early (an error, Ctrl-C), both
         files are still finished with what is known and the exception carries a
         :class:`PartialOutputs` as ``partial_outputs`` before it propagates. ``on_start()`` runs
         once the jobs file is open, before the first event: whatever it writes (the CLI's
-        ``PREFIX_run.json``) is never left without both files."""
-        started = time.perf_counter()
+        ``PREFIX_run.json``) is never left without both files.
+
+        ``until`` (simulated seconds): pause before the first event at or after that date and
+        return None; :meth:`snapshot` then captures the run and :meth:`resume` continues it.
+        ``watch``: a :class:`Watch` the loop consults at its dates (checkpoints, signals)."""
+        if self._server is not None:
+            raise RuntimeError("this Simulator has run already: build another one, or resume() a paused run")
+        self._session_start = time.perf_counter()
         server = BatsimServer(self, scheduler, self.latency)
+        self._server, self._prefix = server, prefix
         try:
             server.tracer = JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
             if on_start is not None:
                 on_start()
-            error, unfinished = self._simulate(server)
-            result = self._finish(server, prefix, started, unfinished)
+            self._begin(server)
         except BaseException as exc:
-            partial = self._finish_partial(server, prefix, started)
-            try:
-                exc.partial_outputs = partial
-            except AttributeError:  # an exception type without a __dict__: the files are written anyway
-                pass
+            self._stopped(exc)
             raise
+        return self._advance(until, watch)
+
+    def resume(self, until: float | None = None, watch: Watch | None = None) -> SimulationResult | None:
+        """Continue a paused run (``run(until=...)``, :meth:`from_snapshot`): to its end (the
+        result), or to the next pause (None)."""
+        if not self.paused:
+            raise RuntimeError("resume() continues a paused run: this one is not paused")
+        self._session_start = time.perf_counter()
+        return self._advance(until, watch)
+
+    @property
+    def paused(self) -> bool:
+        """A run was started and stopped at a date before its end (``until``, a snapshot loaded)."""
+        return self._server is not None and not self._ended
+
+    @property
+    def now(self) -> float:
+        """The simulated date reached (seconds)."""
+        return 0.0 if self._server is None else self._server.now / 1e9
+
+    def _advance(self, until, watch) -> SimulationResult | None:
+        server = self._server
+        watch = Watch(until) if watch is None else watch.until(until)
+        self._in_loop = True
+        try:
+            if self._simulate(server, watch):
+                self._wall_before = self.wall_time()
+                return None
+            error, unfinished = self._end(server)
+            result = self._finish(server, self._prefix, unfinished)
+        except BaseException as exc:
+            self._stopped(exc)
+            raise
+        finally:
+            self._in_loop = False
         if error:
             raise SimulationError(error)
         return result
 
-    def _simulate(self, server: BatsimServer):
-        """The event loop: the earliest of the sleeping actors and the message in transit (a
-        sleeper first at equal dates, as in SimGrid); returns (error or None, jobs left unfinished)."""
+    def _stopped(self, exc: BaseException) -> None:
+        """An early stop: the files finished with what is known, attached to ``exc``."""
+        self._ended = True
+        partial = self._finish_partial(self._server, self._prefix)
+        try:
+            exc.partial_outputs = partial
+        except AttributeError:  # an exception type without a __dict__: the files are written anyway
+            pass
+
+    # ------------------------------------------------------------ snapshots
+    def snapshot(self) -> Snapshot:
+        """The run as it is now, paused (``run(until=...)``) or at a watch's turn: a
+        :class:`~batsched_ml.snapshot_files.Snapshot` whose header says where it stopped and whose
+        payload :meth:`from_snapshot` loads. Only a run whose scheduler is in this process (the
+        decision core, not ``--connect``) can be snapshotted: the scheduler's state is part of it."""
+        if self._server is None or self._ended or (self._in_loop and not self._between_events):
+            raise RuntimeError("a snapshot is taken of a paused run (run(until=...)) or at a watch's turn")
+        server = self._server
+        counts = {"running": server.nb_running, "ended": server.nb_ended,
+                  "queued": server.nb_submitted - server.nb_ended - server.nb_running,
+                  "not_submitted": sum(1 for j in self.jobs.values() if j.state == "NOT_SUBMITTED")}
+        try:
+            payload = snapshots.dumps(self)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise SnapshotError(f"this run cannot be snapshotted (its scheduler does not pickle: {exc})") from None
+        header = {"sim_time": server.now / 1e9, "sim_time_ns": server.now, "jobs": counts,
+                  "outputs": self._prefix, "simulator_state": snapshots.PROTOCOL}
+        return Snapshot(header, payload)
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot, nb_hosts: int, workloads, *, host_names=None, progress=None,
+                      prefix=KEEP) -> "Simulator":
+        """The run of ``snapshot``, paused where it was taken: :meth:`resume` continues it. The
+        inputs (``nb_hosts``, ``workloads``, ``host_names`` as for the constructor) must be those
+        of the run (checked: machine size and number of jobs per workload; the CLI also checks the
+        files' digests). ``prefix``: where the outputs go on, by default the run's own files (the
+        jobs file cut back to what it held at the snapshot); another prefix starts as a copy."""
+        fresh = cls(nb_hosts, workloads, host_names=host_names)
+        sim = snapshots.loads(snapshot.payload, fresh)
+        sim.progress = progress
+        tracer = sim._server.tracer
+        if prefix is not KEEP and prefix != sim._prefix:
+            tracer.continue_file(_output(prefix, "jobs"))
+            sim._prefix = prefix
+        else:
+            tracer.continue_file()
+        return sim
+
+    def static_ids(self) -> frozenset:
+        """The ids of the workloads' jobs (not those registered during the run)."""
+        if self._static_ids is None:
+            self._static_ids = frozenset(j.id for jobs in self.static.values() for j in jobs)
+        return self._static_ids
+
+    def wall_time(self) -> float:
+        """Wall-clock seconds spent simulating this run, over every session that ran it."""
+        return self._wall_before + time.perf_counter() - self._session_start
+
+    def _begin(self, server: BatsimServer) -> None:
+        """The first events: the submitters start and SIMULATION_BEGINS is sent."""
         net = server.net
         for jobs in self.static.values():
             Submitter(net, jobs).start(0)
@@ -137,31 +275,51 @@ class Simulator:
             workloads={name: w.get("source", name) for name, w in self.workloads},
             profiles={name: dict(p) for name, p in self.profiles.items()}))
 
+    def _simulate(self, server: BatsimServer, watch: Watch) -> bool:
+        """The event loop: the earliest of the sleeping actors and the message in transit (a
+        sleeper first at equal dates, as in SimGrid), until nothing is left (False) or ``watch``
+        pauses the run before the event of a date (True). Between two events the whole run is
+        in its objects: the watch may snapshot it there."""
+        net = server.net
         sleeping = net.sleeping
-        now = 0
         while True:
             transit = net.in_transit
             if sleeping and (transit is None or sleeping[0][0] <= transit[0]):
+                if sleeping[0][0] >= watch.at and self._look(watch, sleeping[0][0]):
+                    return True
                 now, _, action = heapq.heappop(sleeping)
                 server.now = now
                 action(now)
             elif transit is not None:
+                if transit[0] >= watch.at and self._look(watch, transit[0]):
+                    return True
                 now = server.now = transit[0]
                 server.receive(now, transit)
             else:
-                break
+                return False
 
+    def _look(self, watch: Watch, t: int) -> bool:
+        """The watch's turn, at a point where the run may be snapshotted."""
+        self._between_events = True
+        try:
+            return watch.reached(self, t)
+        finally:
+            self._between_events = False
+
+    def _end(self, server: BatsimServer):
+        """After the last event: (error or None, jobs left unfinished)."""
+        self._ended = True
         unfinished = [j for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING")]
-        return server.end(now), unfinished
+        return server.end(server.now), unfinished
 
-    def _finish(self, server: BatsimServer, prefix, started, unfinished) -> SimulationResult:
+    def _finish(self, server: BatsimServer, prefix, unfinished) -> SimulationResult:
         """The end of a run: jobs left unfinished written, both files closed, the result."""
         end_time = server.now / 1e9
         tracer = server.tracer
         for job in unfinished:
             tracer.unfinished(job)
         server.report_progress(final=True)
-        wall = time.perf_counter() - started
+        wall = self.wall_time()
         schedule = tracer.schedule_values(end_time, server.scheduling_time, wall)
         result = SimulationResult(end_time, tracer.nb_jobs, wall, server.scheduling_time,
                                   unfinished=[j.id for j in unfinished], schedule=schedule,
@@ -172,7 +330,7 @@ class Simulator:
             tracer.write_schedule(result.schedule_csv, schedule)
         return result
 
-    def _finish_partial(self, server: BatsimServer, prefix, started) -> PartialOutputs:
+    def _finish_partial(self, server: BatsimServer, prefix) -> PartialOutputs:
         """After an early stop: close the jobs file (the jobs that ended) and write the schedule
         file as of now. Jobs still queued or running are not written (they have no final state)."""
         end_time = server.now / 1e9
@@ -185,7 +343,7 @@ class Simulator:
             tracer.close()
             if prefix is not None:
                 partial.jobs_csv, partial.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
-                schedule = tracer.schedule_values(end_time, server.scheduling_time, time.perf_counter() - started)
+                schedule = tracer.schedule_values(end_time, server.scheduling_time, self.wall_time())
                 tracer.write_schedule(partial.schedule_csv, schedule)
         except OSError:  # the disk itself may be the problem: keep the original error
             pass
