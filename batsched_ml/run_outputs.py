@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 __all__ = ["write_job_details", "complete_report", "rejection_summary", "write_run_description", "mark_run",
-           "partial_run_warning"]
+           "partial_run_warning", "record_resumption"]
 
 PER_JOB_KEYS = (("classification", "jobs"),)  # report entries moved to per-job files
 
@@ -62,16 +62,18 @@ def rejection_summary(rejected, first: int = 3) -> list[str]:
 # ``status`` of PREFIX_run.json: RUNNING when written, at the start; COMPLETE once both CSVs hold
 # the whole run; else how it stopped (the CSVs then hold the jobs that had ended).
 RUNNING, COMPLETE, INTERRUPTED, TERMINATED, FAILED = "running", "complete", "interrupted", "terminated", "failed"
+PAUSED = "paused"  # stopped on purpose at a date (simulate --stop-at): its snapshot continues it
 
 
 def run_description_path(prefix) -> str:
     return f"{prefix}_run.json"
 
 
-def write_run_description(config, prefix, platform, workloads) -> str:
+def write_run_description(config, prefix, platform, workloads, extra: dict | None = None) -> str:
     """``PREFIX_run.json``: the run's configuration (a resolved ``config.RunConfig``: every setting,
     null where the scheduler does not take it), its inputs, a ``label`` (used by ``plot``) and its
-    ``status`` (RUNNING until :func:`mark_run` says how it ended)."""
+    ``status`` (RUNNING until :func:`mark_run` says how it ended); ``extra``: more keys (how a run
+    resumed from snapshots got there: ``resumed``; a fork's origin: ``fork``)."""
     from . import __version__
     from .validation import output_prefix
 
@@ -81,6 +83,7 @@ def write_run_description(config, prefix, platform, workloads) -> str:
     description["label"] = config.label()
     description["batsched_ml"] = __version__
     description["status"] = RUNNING
+    description.update(extra or {})
     output_prefix(prefix)  # a file where a directory should be gets a sentence
     path = Path(run_description_path(prefix))
     _write_json(path, description)
@@ -97,6 +100,15 @@ def mark_run(path, status: str, partial=None) -> None:
         config["stopped"] = {"sim_time": partial.sim_time, "jobs_written": partial.jobs_written,
                              "pending": partial.pending, "not_submitted": partial.not_submitted}
     _write_json(path, config)
+
+
+def record_resumption(path) -> list:
+    """The ``resumed`` entries of the PREFIX_run.json a resumed run rewrites (its earlier resumptions)."""
+    try:
+        earlier = json.loads(Path(path).read_text()).get("resumed", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return earlier if isinstance(earlier, list) else []
 
 
 def _write_json(path: Path, config: dict) -> None:
@@ -129,7 +141,7 @@ def partial_run_warning(jobs_csv) -> str | None:
         return (f"{jobs_csv} belongs to a run that has not finished (still running, or killed): "
                 "it holds only the jobs that had ended")
     how = {INTERRUPTED: "was interrupted", TERMINATED: "was terminated (SIGTERM)",
-           FAILED: "stopped on an error"}.get(status, f"ended as {status!r}")
+           FAILED: "stopped on an error", PAUSED: "was paused (--stop-at)"}.get(status, f"ended as {status!r}")
     stopped = config.get("stopped")
     missing = ""
     if isinstance(stopped, dict):

@@ -62,18 +62,11 @@ def load_inputs(platform, workloads):
     return nb_hosts, names, loaded
 
 
-def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
-             progress=None, latency=None, on_start=None) -> tuple[SimulationResult, DecisionCore]:
-    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
-
-    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them);
-    ``latency`` to Batsim's message timing (``simulator.engine.NO_LATENCY``: exact instants);
-    ``on_start()`` runs once the inputs are read and the output files open (see ``Simulator.run``).
-    """
+def prepare(platform, workloads, scheduler, *, dynamic_jobs: bool | None = None, progress=None, latency=None):
+    """``(Simulator, DecisionCore)`` of ``scheduler`` on a platform file (or host count) and
+    workload files or dicts, ready to ``run`` (see :func:`simulate`)."""
     from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, Simulator
 
-    if prefix is not None:
-        output_prefix(prefix)  # before reading the inputs: a bad prefix is told at once
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
@@ -81,5 +74,22 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     core = DecisionCore(scheduler, call_margin=EXACT_CALL_MARGIN if exact else CALL_MARGIN)
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, progress=progress,
                     latency=BATSIM_LATENCY if latency is None else latency)
-    result = sim.run(in_process(core), prefix=None if prefix is None else str(prefix), on_start=on_start)
+    return sim, core
+
+
+def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
+             progress=None, latency=None, on_start=None, watch=None) -> tuple[SimulationResult, DecisionCore]:
+    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
+
+    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them);
+    ``latency`` to Batsim's message timing (``simulator.engine.NO_LATENCY``: exact instants);
+    ``on_start()`` runs once the inputs are read and the output files open (see ``Simulator.run``);
+    ``watch``: the run loop's watch (``checkpointing.Checkpointer``: snapshots).
+    """
+    if prefix is not None:
+        output_prefix(prefix)  # before reading the inputs: a bad prefix is told at once
+    sim, core = prepare(platform, workloads, scheduler, dynamic_jobs=dynamic_jobs, progress=progress,
+                        latency=latency)
+    result = sim.run(in_process(core), prefix=None if prefix is None else str(prefix), on_start=on_start,
+                     watch=watch)
     return result, core

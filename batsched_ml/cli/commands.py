@@ -45,20 +45,19 @@ def _stop_status(exc) -> str:
 
 def cmd_simulate(args) -> int:
     from ..analysis import compute_metrics, format_metrics
-    from ..compose import build_scheduler
     from ..progress import ProgressReporter
-    from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
-                              write_job_details, write_run_description)
-    from ..runner import simulate
+    from ..run_outputs import (COMPLETE, PAUSED, complete_report, mark_run, rejection_summary, run_description_path,
+                              write_job_details)
+    from .runs import plan, require_inputs
 
     _warn_deprecated_dynamic_jobs(args)
     if args.connect:
         _refuse_scheduler_flags(args)
-    else:
-        config = run_config(args)
-        scheduler = build_scheduler(config)
+        require_inputs(args)
+        args.export = args.export or "out/out"
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+    run = None
     try:
         if args.connect:
             from ..server.peer import simulate_connected
@@ -66,16 +65,21 @@ def cmd_simulate(args) -> int:
             result = simulate_connected(args, progress=progress)
             report = {}
         else:
+            run = plan(args, progress)
 
             def describe_run():  # once the inputs are read and the CSVs open: never left alone
-                details["run"] = run_description_path(args.export)  # marked below, however we stop
-                write_run_description(config, args.export, args.platform, args.workload)
+                details["run"] = run_description_path(run.prefix)  # marked below, however we stop
+                _describe_run(run)
 
-            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
-            report = scheduler.report()
-            details.update(write_job_details(scheduler, args.export))
-            rejected = core.rejected
+            with run.watch.watching():
+                result = run.start(describe_run)
+            if result is None:  # --stop-at: paused, its snapshot written
+                partial = run.sim.close()
+                mark_run(details["run"], PAUSED, partial)
+                return _paused(run, partial)
+            report = run.scheduler.report()
+            details.update(write_job_details(run.scheduler, run.prefix))
+            rejected = run.core.rejected
             mark_run(details["run"], COMPLETE)
     except BaseException as exc:
         if "run" in details:
@@ -90,6 +94,11 @@ def cmd_simulate(args) -> int:
             print(f"batsched-ml: {interrupts.what_stopped(exc)} before the simulation started: nothing was "
                   "written", file=sys.stderr)
             return interrupts.exit_code(exc)
+        snapshot = getattr(exc, "snapshot", None)
+        partial = getattr(exc, "partial_outputs", None)
+        if snapshot is not None and partial is not None:
+            interrupts.note_kept(exc, f"{partial.describe()}; snapshot {snapshot}; resume with: "
+                                 f"batsched-ml simulate --resume {snapshot}")
         return interrupts.report(exc)
     finally:
         progress.close()
@@ -121,10 +130,36 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _describe_run(run) -> None:
+    """Write PREFIX_run.json of ``run`` (a ``runs.PlannedRun``): its configuration and inputs as
+    typed, and how it started (resumed from a snapshot, forked)."""
+    from ..run_outputs import record_resumption, run_description_path, write_run_description
+
+    path = run_description_path(run.prefix)
+    previous = record_resumption(path) if run.resumed else []
+    write_run_description(run.config, run.prefix, run.platform, run.workloads,
+                          extra=dict(run.description, **({"resumed": previous + [run.description["resumed"]]}
+                                                          if run.resumed else {})))
+
+
+def _paused(run, partial) -> int:
+    """``--stop-at``: the outputs as far as known, and the snapshot that continues the run."""
+    snapshot = run.watch.written[-1] if run.watch.written else None
+    print(f"batsched-ml: paused (--stop-at): {partial.describe()}; snapshot {snapshot}; resume with: "
+          f"batsched-ml simulate --resume {snapshot}", file=sys.stderr)
+    return 0
+
+
 def _refuse_scheduler_flags(args) -> None:
     """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
     from ..config import settings
+    from .runs import CHECKPOINT_FLAGS
 
+    for name in CHECKPOINT_FLAGS:
+        if getattr(args, name, None) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} needs the scheduler in this process: with --connect the "
+                             f"scheduler's state is in another process (at {args.connect}), which no snapshot "
+                             "holds")
     for name, spec in settings().items():
         if getattr(args, name, None) not in (None, False):
             raise ValueError(f"{spec.flag} configures the in-process scheduler; with --connect the scheduler is "

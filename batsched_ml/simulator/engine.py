@@ -117,6 +117,7 @@ class Simulator:
         self._ended = False
         self._between_events = False
         self._in_loop = False
+        self._pause_date: int | None = None  # ns: the date a paused run stopped before
         self._wall_before = 0.0
         self._session_start = 0.0
         self._static_ids: frozenset | None = None
@@ -174,6 +175,19 @@ class Simulator:
         self._session_start = time.perf_counter()
         return self._advance(until, watch)
 
+    def close(self) -> PartialOutputs:
+        """End a paused run where it is: its files finished as far as known (as after an early
+        stop), the run not resumable any more (its snapshots still are)."""
+        if not self.paused:
+            raise RuntimeError("close() ends a paused run: this one is not paused")
+        self._ended = True
+        return self._finish_partial(self._server, self._prefix)
+
+    @property
+    def scheduler(self):
+        """The scheduler the run calls (``runner.InProcess`` for the decision core in this process)."""
+        return None if self._server is None else self._server.scheduler
+
     @property
     def paused(self) -> bool:
         """A run was started and stopped at a date before its end (``until``, a snapshot loaded)."""
@@ -191,6 +205,7 @@ class Simulator:
         try:
             if self._simulate(server, watch):
                 self._wall_before = self.wall_time()
+                self._pause_date = watch.until_ns
                 return None
             error, unfinished = self._end(server)
             result = self._finish(server, self._prefix, unfinished)
@@ -213,13 +228,17 @@ class Simulator:
             pass
 
     # ------------------------------------------------------------ snapshots
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, date: int | None = None) -> Snapshot:
         """The run as it is now, paused (``run(until=...)``) or at a watch's turn: a
         :class:`~batsched_ml.snapshot_files.Snapshot` whose header says where it stopped and whose
         payload :meth:`from_snapshot` loads. Only a run whose scheduler is in this process (the
-        decision core, not ``--connect``) can be snapshotted: the scheduler's state is part of it."""
+        decision core, not ``--connect``) can be snapshotted: the scheduler's state is part of it.
+        ``date`` (ns, default the last event's): the simulated date it is recorded at, any date
+        after the last event and up to the next one (a pause's, a checkpoint's)."""
         if self._server is None or self._ended or (self._in_loop and not self._between_events):
             raise RuntimeError("a snapshot is taken of a paused run (run(until=...)) or at a watch's turn")
+        if date is None and not self._in_loop:
+            date = self._pause_date
         server = self._server
         counts = {"running": server.nb_running, "ended": server.nb_ended,
                   "queued": server.nb_submitted - server.nb_ended - server.nb_running,
@@ -228,7 +247,8 @@ class Simulator:
             payload = snapshots.dumps(self)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise SnapshotError(f"this run cannot be snapshotted (its scheduler does not pickle: {exc})") from None
-        header = {"sim_time": server.now / 1e9, "sim_time_ns": server.now, "jobs": counts,
+        date = server.now if date is None else max(date, server.now)
+        header = {"sim_time": date / 1e9, "last_event_ns": server.now, "jobs": counts,
                   "outputs": self._prefix, "simulator_state": snapshots.PROTOCOL}
         return Snapshot(header, payload)
 
@@ -243,6 +263,7 @@ class Simulator:
         fresh = cls(nb_hosts, workloads, host_names=host_names)
         sim = snapshots.loads(snapshot.payload, fresh)
         sim.progress = progress
+        sim._pause_date = ns(snapshot.sim_time)
         tracer = sim._server.tracer
         if prefix is not KEEP and prefix != sim._prefix:
             tracer.continue_file(_output(prefix, "jobs"))

@@ -1,0 +1,186 @@
+"""How ``simulate`` starts an in-process run (issue 42): afresh, or from a snapshot, resumed
+(``--resume``: the same run, byte-identical to it never interrupted; anything that would make it
+another run is refused in one line) or forked (``--fork``: another configuration from the
+snapshot's system state). Each gives a :class:`PlannedRun`: the simulator to run or resume, its
+decision core and scheduler, and the checkpointing watch, which writes a snapshot on SIGINT /
+SIGTERM in every case and more with ``--checkpoint-every`` / ``--checkpoint-every-wall``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import validation as check
+
+DEFAULT_PREFIX = "out/out"
+CHECKPOINT_FLAGS = ("checkpoint_every", "checkpoint_every_wall", "checkpoint_dir", "checkpoint_keep", "stop_at",
+                    "resume", "fork", "fork_window")
+
+
+@dataclass
+class PlannedRun:
+    """An in-process run ready to go: ``start(on_start)`` runs it to its end (the result) or to
+    ``--stop-at`` (None)."""
+
+    sim: object          # simulator.engine.Simulator
+    core: object         # core.decision_core.DecisionCore
+    scheduler: object    # the Scheduler whose report and per-job tables the CLI writes
+    config: object       # config.RunConfig
+    prefix: str
+    watch: object        # checkpointing.Checkpointer
+    description: dict    # what PREFIX_run.json gets besides the configuration (resumptions, fork)
+    platform: str
+    workloads: list
+    resumed: bool = False
+
+    def start(self, on_start):
+        if self.sim.paused:
+            on_start()
+            return self.sim.resume(watch=self.watch)
+        from ..runner import in_process
+
+        return self.sim.run(in_process(self.core), prefix=self.prefix, on_start=on_start, watch=self.watch)
+
+
+def plan(args, progress) -> PlannedRun:
+    """The run ``simulate``'s flags describe (not ``--connect``)."""
+    if args.resume and args.fork:
+        raise check.ValidationError("--resume continues a run, --fork branches from one: give one of them")
+    if args.resume:
+        return _resumed(args, progress)
+    if args.fork:
+        from .forks import forked
+
+        return forked(args, progress)
+    return _fresh(args, progress)
+
+
+def require_inputs(args) -> None:
+    """-p and -w are required unless a snapshot gives them."""
+    missing = [flag for flag, value in (("-p/--platform", args.platform), ("-w/--workload", args.workload))
+               if not value]
+    if missing:
+        args.command_parser.error(f"the following arguments are required: {', '.join(missing)} (or --resume "
+                                  "SNAPSHOT / --fork SNAPSHOT, whose run names them)")
+
+
+def _policy(args, prefix, recorded: dict | None = None):
+    """The checkpoint policy: the flags, else the snapshot's (a resumed run goes on the same way)."""
+    from ..checkpointing import DEFAULT_KEEP, CheckpointPolicy, checkpoint_dir
+
+    recorded = recorded or {}
+    directory = args.checkpoint_dir or recorded.get("directory") or str(checkpoint_dir(prefix))
+    every = args.checkpoint_every if args.checkpoint_every is not None else recorded.get("every")
+    wall = args.checkpoint_every_wall if args.checkpoint_every_wall is not None else recorded.get("every_wall")
+    keep = args.checkpoint_keep if args.checkpoint_keep is not None else recorded.get("keep", DEFAULT_KEEP)
+    return CheckpointPolicy(str(directory), every, wall, keep)
+
+
+def identity_of(config, platform, workloads, dynamic_jobs, prefix) -> dict:
+    """A run's identity as its snapshots record it, with the paths as the user typed them."""
+    from ..checkpointing import run_identity
+
+    identity = run_identity(config, platform, workloads, dynamic_jobs=dynamic_jobs)
+    identity["given"] = {"platform": str(platform), "workloads": [str(w) for w in workloads], "export": str(prefix)}
+    return identity
+
+
+def _lazy(make):
+    """``make()`` computed at the first snapshot only (digests of the inputs: not for a run never snapshotted)."""
+    box = []
+
+    def describe():
+        if not box:
+            box.append(make())
+        return box[0]
+    return describe
+
+
+def _fresh(args, progress) -> PlannedRun:
+    from ..checkpointing import Checkpointer
+    from ..compose import build_scheduler
+    from ..runner import prepare
+    from .commands import run_config
+
+    require_inputs(args)
+    config = run_config(args)
+    scheduler = build_scheduler(config)
+    prefix = args.export or DEFAULT_PREFIX
+    check.output_prefix(prefix)
+    sim, core = prepare(args.platform, args.workload, scheduler, dynamic_jobs=args.dynamic_jobs, progress=progress)
+    describe = _lazy(lambda: identity_of(config, args.platform, args.workload, args.dynamic_jobs, prefix))
+    watch = Checkpointer(_policy(args, prefix), describe, until=args.stop_at)
+    return PlannedRun(sim, core, scheduler, config, prefix, watch, {}, args.platform, args.workload)
+
+
+def scheduler_flags_given(args) -> bool:
+    from ..config import settings
+
+    return bool(getattr(args, "option", None)) or any(getattr(args, name, None) not in (None, False)
+                                                       for name in settings())
+
+
+def load_snapshot(path):
+    """A snapshot file, checked (signature first), with the run it records."""
+    from ..snapshot_files import Snapshot, SnapshotError
+
+    snapshot = Snapshot.load(path)
+    if not isinstance(snapshot.header.get("run"), dict):
+        raise SnapshotError(f"{path} was not written by simulate (it records no run): load it with "
+                            "Simulator.from_snapshot")
+    return snapshot
+
+
+def recorded_config(run: dict):
+    from ..config import RunConfig
+
+    return RunConfig(**run["config"])
+
+
+def inputs_for(args, run: dict) -> tuple:
+    """The platform and workloads to load a snapshot's run with: the flags', else those it recorded."""
+    from ..checkpointing import recorded_inputs
+    from ..snapshot_files import SnapshotError
+
+    recorded_platform, recorded_workloads = recorded_inputs({"run": run})
+    platform = args.platform or recorded_platform
+    workloads = args.workload or recorded_workloads
+    for path in [platform, *workloads]:
+        if isinstance(path, str) and not Path(path).exists():
+            raise SnapshotError(f"{path}, an input of the snapshot's run, is missing: give it with "
+                                f"{'-p' if path == platform else '-w'} (its content must be the same)")
+    return platform, workloads
+
+
+def _resumed(args, progress) -> PlannedRun:
+    from ..checkpointing import Checkpointer, differences, load_run
+    from ..compose import resolve
+    from ..snapshot_files import SnapshotError
+    from .commands import run_config
+
+    snapshot = load_snapshot(args.resume)
+    run = snapshot.header["run"]
+    config = recorded_config(run)
+    if scheduler_flags_given(args):
+        config = run_config(args)
+    else:
+        config = resolve(config)
+    platform, workloads = inputs_for(args, run)
+    dynamic_jobs = run.get("dynamic_jobs") if args.dynamic_jobs is None else args.dynamic_jobs
+    current = identity_of(config, platform, workloads, dynamic_jobs, args.export or run["given"]["export"])
+    found = differences(run, current)
+    if dynamic_jobs != run.get("dynamic_jobs"):
+        found.append(f"--enable-dynamic-jobs {run.get('dynamic_jobs')} -> {dynamic_jobs}")
+    if found:
+        raise SnapshotError(f"cannot resume {args.resume}: {'; '.join(found)} (a resumed run is the same run; "
+                            f"to branch from it with another configuration use --fork {args.resume})")
+    prefix = args.export or run["given"]["export"]
+    sim = load_run(snapshot, platform, workloads, prefix=prefix, progress=progress)
+    current["given"] = dict(run["given"], export=prefix)  # the paths as first typed: PREFIX_run.json keeps them
+    watch = Checkpointer(_policy(args, prefix, snapshot.header.get("checkpoints")), lambda: current,
+                         start=snapshot.sim_time, until=args.stop_at)
+    description = {"resumed": {"snapshot": str(args.resume), "sim_time": snapshot.sim_time}}
+    core = sim.scheduler.core
+    given = run["given"]
+    return PlannedRun(sim, core, core.scheduler, config, prefix, watch, description, given["platform"],
+                      given["workloads"], resumed=True)
