@@ -71,6 +71,7 @@ class Checkpointer(Watch):
         self.next_ns = self.NEVER if self.every_ns is None else (ns(start) // self.every_ns + 1) * self.every_ns
         self.at = min(self.next_ns, self.until_ns)
         self.wall_due = False
+        self.pause_snapshots = True  # a pause at ``until`` leaves a snapshot
         self.stop: interrupts.DeferredStop | None = None
         self.written: list[Path] = []
         self.write_seconds: list[float] = []  # CPU seconds of each snapshot (pickling, compression, write)
@@ -84,7 +85,7 @@ class Checkpointer(Watch):
             raise stop
         pause = t >= self.until_ns
         due = t >= self.next_ns
-        if pause or due or self.wall_due:  # a pause too leaves its snapshot
+        if (pause and self.pause_snapshots) or due or self.wall_due:
             self.wall_due = False
             # the date it stands for: the pause or the checkpoint date reached (every event before
             # it happened, none at or after it), else the last event's

@@ -63,6 +63,7 @@ def rejection_summary(rejected, first: int = 3) -> list[str]:
 # the whole run; else how it stopped (the CSVs then hold the jobs that had ended).
 RUNNING, COMPLETE, INTERRUPTED, TERMINATED, FAILED = "running", "complete", "interrupted", "terminated", "failed"
 PAUSED = "paused"  # stopped on purpose at a date (simulate --stop-at): its snapshot continues it
+WINDOW = "window"  # a fork stopped at the end of its window (simulate --fork-window)
 
 
 def run_description_path(prefix) -> str:
@@ -141,7 +142,8 @@ def partial_run_warning(jobs_csv) -> str | None:
         return (f"{jobs_csv} belongs to a run that has not finished (still running, or killed): "
                 "it holds only the jobs that had ended")
     how = {INTERRUPTED: "was interrupted", TERMINATED: "was terminated (SIGTERM)",
-           FAILED: "stopped on an error", PAUSED: "was paused (--stop-at)"}.get(status, f"ended as {status!r}")
+           FAILED: "stopped on an error", PAUSED: "was paused (--stop-at)",
+           WINDOW: "is a fork stopped at the end of its window"}.get(status, f"ended as {status!r}")
     stopped = config.get("stopped")
     missing = ""
     if isinstance(stopped, dict):

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 
@@ -205,6 +206,7 @@ class ClassifyingScheduler(Scheduler):
         self.kills = 0
         self.kill_races = 0  # kills answered without progress (the job had just completed)
         self.probes = 0
+        self._inherited = False  # a fork took over the snapshot's classification (fork_from)
 
     @property
     def divider(self):
@@ -243,7 +245,11 @@ class ClassifyingScheduler(Scheduler):
                 job.submission_time = first
             self.scheduler.on_job_submitted(job, ctx)
             return
-        small = self.learner.classify(job)
+        self._admit(job, ctx, self.learner.classify(job))
+
+    def _admit(self, job, ctx, small: bool) -> None:
+        """A first submission of class ``small``: queued by the scheduler, followed for kills,
+        speculation, re-classification and probes."""
         job.info["small"] = small
         self.scheduler.on_job_submitted(job, ctx)
         if job.state != QUEUED:
@@ -260,6 +266,52 @@ class ClassifyingScheduler(Scheduler):
             if p > 0.0:
                 probe_at = ctx.now + self.probe_after * self.divider * (1.0 - p) / p
                 heapq.heappush(self._probe_heap, (probe_at, job.seq, job))
+
+    # ----------------------------------------------------------------- forks
+    def components(self) -> dict:
+        return dict(self.scheduler.components(), classifier=self.classifier)
+
+    def _learning_settings(self) -> tuple:
+        """What makes two classifications learn the same thing from the same jobs."""
+        learner, classifier = self.learner, self.classifier
+        params = classifier.get_params() if hasattr(classifier, "get_params") else None
+        return (type(classifier), params, learner.period, learner.history, learner.divider_window,
+                learner.feature_divider, learner.label_divider, learner.runtime_features, self._clock_options)
+
+    def fork_from(self, previous) -> dict:
+        """The wrapped scheduler's components take over as theirs do; the classification takes over the
+        snapshot's (its classifier, divider, training rows and per-user history, and the classes of
+        the jobs it classified) when the snapshot's run classified with the same classifier and
+        learning settings; otherwise it starts fresh (every job large for its first period)."""
+        classifying = isinstance(previous, ClassifyingScheduler)
+        out = self.scheduler.fork_from(previous.scheduler if classifying else previous)
+        if classifying and previous._learning_settings() == self._learning_settings():
+            self.learner = copy.deepcopy(previous.learner)
+            self.classifier = self.learner.classifier
+            self._retrainings_seen = self.learner.week_index
+            self._inherited = True
+            out["classifier"] = (f"the snapshot's classification (period {self.learner.week_index}'s model and "
+                                 f"divider, its training rows and per-user history, the classes given)")
+        return out
+
+    def on_job_adopted(self, job, ctx) -> None:
+        """A fork's job: a running one is followed for its kill at the divider when the classes
+        were taken over; a queued first submission keeps the class it was given when they were,
+        else is classified now (as a submission)."""
+        self._tick(ctx.now)
+        if job.state == RUNNING:
+            self.scheduler.on_job_adopted(job, ctx)
+            kill_at = job.info.get("kill_at")
+            small = job.info.get("small") or job.info.get("speculative")
+            if self._inherited and self.kill_false_small and kill_at is not None and small and job.attempt == 0:
+                self._killable[job.id] = job
+                heapq.heappush(self._kill_heap, (kill_at, job.seq, job))
+                ctx.call_me_later(kill_at)
+            return
+        if job.attempt == 0 and self._inherited and "small" in job.info:
+            self._admit(job, ctx, bool(job.info["small"]))
+        else:
+            self.on_job_submitted(job, ctx)
 
     def on_job_completed(self, job, ctx) -> None:
         self._tick(ctx.now)

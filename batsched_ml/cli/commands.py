@@ -46,7 +46,7 @@ def _stop_status(exc) -> str:
 def cmd_simulate(args) -> int:
     from ..analysis import compute_metrics, format_metrics
     from ..progress import ProgressReporter
-    from ..run_outputs import (COMPLETE, PAUSED, complete_report, mark_run, rejection_summary, run_description_path,
+    from ..run_outputs import (COMPLETE, PAUSED, WINDOW, complete_report, mark_run, rejection_summary, run_description_path,
                               write_job_details)
     from .runs import plan, require_inputs
 
@@ -73,9 +73,9 @@ def cmd_simulate(args) -> int:
 
             with run.watch.watching():
                 result = run.start(describe_run)
-            if result is None:  # --stop-at: paused, its snapshot written
+            if result is None:  # --stop-at (paused, its snapshot written) or a fork's window over
                 partial = run.sim.close()
-                mark_run(details["run"], PAUSED, partial)
+                mark_run(details["run"], PAUSED if run.window_end is None else WINDOW, partial)
                 return _paused(run, partial)
             report = run.scheduler.report()
             details.update(write_job_details(run.scheduler, run.prefix))
@@ -143,7 +143,12 @@ def _describe_run(run) -> None:
 
 
 def _paused(run, partial) -> int:
-    """``--stop-at``: the outputs as far as known, and the snapshot that continues the run."""
+    """``--stop-at``: the outputs as far as known, and the snapshot that continues the run; a fork's
+    window: the outputs hold its jobs."""
+    if run.window_end is not None:
+        print(f"batsched-ml: fork window over (every job submitted before simulated time {run.window_end:.0f} s "
+              f"ended): {partial.describe()}", file=sys.stderr)
+        return 0
     snapshot = run.watch.written[-1] if run.watch.written else None
     print(f"batsched-ml: paused (--stop-at): {partial.describe()}; snapshot {snapshot}; resume with: "
           f"batsched-ml simulate --resume {snapshot}", file=sys.stderr)

@@ -32,10 +32,16 @@ class PlannedRun:
     platform: str
     workloads: list
     resumed: bool = False
+    window_end: float | None = None  # a fork's: stop once every job submitted before it has ended
 
     def start(self, on_start):
         if self.sim.paused:
             on_start()
+            if self.window_end is not None:
+                from ..forking import run_window
+
+                self.watch.pause_snapshots = False
+                return run_window(self.sim, self.window_end, self.watch)
             return self.sim.resume(watch=self.watch)
         from ..runner import in_process
 
@@ -180,7 +186,14 @@ def _resumed(args, progress) -> PlannedRun:
     watch = Checkpointer(_policy(args, prefix, snapshot.header.get("checkpoints")), lambda: current,
                          start=snapshot.sim_time, until=args.stop_at)
     description = {"resumed": {"snapshot": str(args.resume), "sim_time": snapshot.sim_time}}
+    if "fork" in run:  # a fork's snapshot: the run goes on as that fork
+        current["fork"] = run["fork"]
+        description["fork"] = run["fork"]
     core = sim.scheduler.core
     given = run["given"]
-    return PlannedRun(sim, core, core.scheduler, config, prefix, watch, description, given["platform"],
-                      given["workloads"], resumed=True)
+    planned = PlannedRun(sim, core, core.scheduler, config, prefix, watch, description, given["platform"],
+                         given["workloads"], resumed=True)
+    window = run.get("fork", {}).get("window")
+    if window is not None and args.stop_at is None:
+        planned.window_end = run["fork"]["at"] + window
+    return planned

@@ -90,6 +90,19 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._proba[job] = row if row.sum() > 0 else None
         self._add_candidate(job)
 
+    def on_job_adopted(self, job, ctx: Context) -> None:
+        """A running job handed over by a fork: its runtime distribution, conditioned on its
+        elapsed time from then on, as for a job this scheduler started."""
+        super().on_job_adopted(job, ctx)
+        if job.state != RUNNING:
+            return
+        row = np.asarray(self.distribution.predict_proba([job], ctx.now), dtype=np.float64)[0]
+        self._proba[job] = row if row.sum() > 0 else None
+        self._note_start(job)
+
+    def components(self) -> dict:
+        return dict(super().components(), distribution=self.distribution)
+
     def on_job_completed(self, job, ctx: Context) -> None:
         super().on_job_completed(job, ctx)
         self._terminations.discard(job)
@@ -107,6 +120,9 @@ class ProbabilisticBackfilling(EasyBackfilling):
 
     def start(self, ctx: Context, job, placement) -> None:
         super().start(ctx, job, placement)
+        self._note_start(job)
+
+    def _note_start(self, job) -> None:
         self._starts += 1
         self._candidates.discard(job)
         job.info["start_order"] = self._starts

@@ -183,6 +183,22 @@ class Simulator:
         self._ended = True
         return self._finish_partial(self._server, self._prefix)
 
+    def replace_scheduler(self, scheduler) -> None:
+        """A paused run goes on with another scheduler (a fork: the new one has taken over the
+        state the old one had reached, see ``forking``)."""
+        if not self.paused or self._in_loop:
+            raise RuntimeError("the scheduler of a run is replaced while it is paused")
+        self._server.scheduler = scheduler
+
+    def enable_dynamic_jobs(self) -> None:
+        """A paused run goes on with dynamic jobs (a fork into a scheduler that requeues)."""
+        self.dynamic_jobs = True
+        self.reopen_registration()
+
+    def reopen_registration(self) -> None:
+        """Registration open again (Batsim's NOTIFY continue_registration), for a fork's scheduler."""
+        self._server.registration_open = self.dynamic_jobs
+
     @property
     def scheduler(self):
         """The scheduler the run calls (``runner.InProcess`` for the decision core in this process)."""
