@@ -7,20 +7,7 @@ import json
 import sys
 
 from .. import interrupts
-from .. import validation as check
-
-
-def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
-    from ..compose import resolve
-    from ..config import RunConfig
-
-    if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
-        for item in args.option or []:
-            if "=" not in item:
-                raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}; to set "
-                                            f"the output prefix use -e/--export, e.g. -e {item}")
-    return resolve(RunConfig.from_args(args))
+from .runs import run_config
 
 
 def cmd_convert(args) -> int:

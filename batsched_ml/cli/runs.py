@@ -3,10 +3,15 @@
 another run is refused in one line) or forked (``--fork``: another configuration from the
 snapshot's system state). Each gives a :class:`PlannedRun`: the simulator to run or resume, its
 decision core and scheduler, and the checkpointing watch, which writes a snapshot on SIGINT /
-SIGTERM in every case and more with ``--checkpoint-every`` / ``--checkpoint-every-wall``."""
+SIGTERM in every case and more with ``--checkpoint-every`` / ``--checkpoint-every-wall``.
+
+A fork's outputs start as the snapshot's run's jobs file up to the snapshot (the jobs that had
+ended are there as they ended); ``--fork-window D`` stops the branch once every job submitted
+before the snapshot's date + D has ended."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,9 +60,7 @@ def plan(args, progress) -> PlannedRun:
     if args.resume:
         return _resumed(args, progress)
     if args.fork:
-        from .forks import forked
-
-        return forked(args, progress)
+        return _forked(args, progress)
     return _fresh(args, progress)
 
 
@@ -68,6 +71,19 @@ def require_inputs(args) -> None:
     if missing:
         args.command_parser.error(f"the following arguments are required: {', '.join(missing)} (or --resume "
                                   "SNAPSHOT / --fork SNAPSHOT, whose run names them)")
+
+
+def run_config(args):
+    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
+    from ..compose import resolve
+    from ..config import RunConfig
+
+    if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
+        for item in args.option or []:
+            if "=" not in item:
+                raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}; to set "
+                                            f"the output prefix use -e/--export, e.g. -e {item}")
+    return resolve(RunConfig.from_args(args))
 
 
 def _policy(args, prefix, recorded: dict | None = None):
@@ -106,7 +122,6 @@ def _fresh(args, progress) -> PlannedRun:
     from ..checkpointing import Checkpointer
     from ..compose import build_scheduler
     from ..runner import prepare
-    from .commands import run_config
 
     require_inputs(args)
     config = run_config(args)
@@ -162,7 +177,6 @@ def _resumed(args, progress) -> PlannedRun:
     from ..checkpointing import Checkpointer, differences, load_run
     from ..compose import resolve
     from ..snapshot_files import SnapshotError
-    from .commands import run_config
 
     snapshot = load_snapshot(args.resume)
     run = snapshot.header["run"]
@@ -196,4 +210,49 @@ def _resumed(args, progress) -> PlannedRun:
     window = run.get("fork", {}).get("window")
     if window is not None and args.stop_at is None:
         planned.window_end = run["fork"]["at"] + window
+    return planned
+
+
+def _forked(args, progress) -> PlannedRun:
+    """``--fork``: the snapshot's run loaded with its inputs (checked against the digests it recorded), its
+    scheduler replaced by the one the flags describe; a line per component on stderr says what it took
+    over or why it starts fresh (also in PREFIX_run.json under ``fork``). The outputs start as the
+    snapshot's run's jobs file up to the snapshot."""
+    from ..checkpointing import Checkpointer, differences, load_run
+    from ..compose import build_scheduler
+    from ..forking import fork
+    from ..snapshot_files import SnapshotError
+
+    if args.stop_at is not None and args.fork_window is not None:
+        raise check.ValidationError("--stop-at and --fork-window both say where the fork stops: give one")
+    snapshot = load_snapshot(args.fork)
+    run = snapshot.header["run"]
+    prefix = args.export or DEFAULT_PREFIX
+    if prefix == run["given"]["export"]:
+        raise check.ValidationError(f"-e {prefix} is the prefix of the snapshot's run: a fork writes its own "
+                                    "outputs (give another -e)")
+    check.output_prefix(prefix)
+    config = run_config(args)
+    scheduler = build_scheduler(config)
+    platform, workloads = inputs_for(args, run)
+    dynamic_jobs = run.get("dynamic_jobs")
+    current = identity_of(config, platform, workloads, dynamic_jobs, prefix)
+    changed = [d for d in differences(run, current) if d.startswith(("batsched-ml", "platform", "workload", "1 ",
+                                                                      "2 ", "3 "))]
+    if changed:
+        raise SnapshotError(f"cannot fork {args.fork}: {'; '.join(changed)} (a fork goes on from the snapshot's "
+                            "system state, with its code and inputs)")
+    sim = load_run(snapshot, platform, workloads, prefix=prefix, progress=progress)
+    core, said = fork(sim, scheduler)
+    for component, text in said.items():
+        print(f"batsched-ml: fork: {component} {text}", file=sys.stderr)
+    at = snapshot.sim_time
+    current["given"] = dict(run["given"], export=prefix)
+    current["fork"] = {"snapshot": str(args.fork), "at": at, "window": args.fork_window, "from": run["label"],
+                       "components": said}
+    watch = Checkpointer(_policy(args, prefix), lambda: current, start=at, until=args.stop_at)
+    planned = PlannedRun(sim, core, scheduler, config, prefix, watch, {"fork": current["fork"]},
+                         run["given"]["platform"], run["given"]["workloads"])
+    if args.fork_window is not None:
+        planned.window_end = at + args.fork_window
     return planned
