@@ -33,7 +33,7 @@ def _checkpoint_arguments(group) -> None:
                        help="folder of the snapshots (default: PREFIX_checkpoints beside the outputs)")
     group.add_argument("--checkpoint-keep", type=arg(check.positive_int, "--checkpoint-keep", integer=True),
                        default=None, metavar="K", help="keep the K latest snapshots (default 3)")
-    group.add_argument("--stop-at", type=check.duration_arg("--stop-at", "simulated date to pause at"),
+    group.add_argument("--stop-at", type=check.duration_arg("--stop-at", "simulated date to pause at", zero=True),
                        default=None, metavar="TIME", help="pause at simulated date TIME (e.g. 300d): a snapshot "
                        "is written there and the outputs hold the jobs ended so far")
     group.add_argument("--resume", default=None, metavar="SNAPSHOT",

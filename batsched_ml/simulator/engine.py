@@ -157,12 +157,14 @@ class Simulator:
         self._session_start = time.perf_counter()
         server = BatsimServer(self, scheduler, self.latency)
         self._server, self._prefix = server, prefix
+        self._in_loop = True  # (SIMULATION_BEGINS is sent now: no snapshot inside it either)
         try:
             server.tracer = JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
             if on_start is not None:
                 on_start()
             self._begin(server)
         except BaseException as exc:
+            self._in_loop = False
             self._stopped(exc)
             raise
         return self._advance(until, watch)

@@ -19,6 +19,7 @@ import hashlib
 import time
 
 from .. import __version__
+from ..snapshot_files import SnapshotError
 
 JOBS_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,"
                 "success,final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,"
@@ -34,10 +35,6 @@ SCHEDULE_COLUMNS = (
 
 # One row of PREFIX_jobs.csv for a job that ran (``%f`` like Batsim's C++ export).
 _ROW = "%s,%s,%s,%f,%d,%f,%d,%s,%f,%f,%f,%f,%f,%f,%s,-1.000000,%s"
-
-
-class SnapshotMismatch(ValueError):
-    """A snapshot does not fit what it is loaded with (its outputs, its inputs)."""
 
 
 class JobsTracer:
@@ -148,7 +145,7 @@ class JobsTracer:
     def continue_file(self, path=None) -> None:
         """After unpickling, stream on: to the tracer's own file, cut back to what it held when
         the snapshot was taken, or to ``path``, which starts as a copy of that part. Raises
-        ``SnapshotMismatch`` (one line) when the file is missing, shorter or different."""
+        ``SnapshotError`` (one line) when the file is missing, shorter or different."""
         source, self._out = self.path, None
         if source is None:
             return
@@ -157,11 +154,11 @@ class JobsTracer:
             with open(source, "rb") as src:
                 head = src.read(self._written)
         except OSError as exc:
-            raise SnapshotMismatch(f"the jobs file {source} of the snapshot cannot be read: "
+            raise SnapshotError(f"the jobs file {source} of the snapshot cannot be read: "
                                    f"{exc.strerror or exc}") from None
         digest.update(head)
         if len(head) != self._written or digest.hexdigest() != self._expected:
-            raise SnapshotMismatch(f"the jobs file {source} is not the one the snapshot was written with "
+            raise SnapshotError(f"the jobs file {source} is not the one the snapshot was written with "
                                    f"({len(head)} of its {self._written} bytes read, not the same): was the run "
                                    f"started again with the same -e prefix?")
         target = source if path is None else str(path)

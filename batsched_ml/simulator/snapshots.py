@@ -17,8 +17,8 @@ import pickle
 import threading
 from dataclasses import fields
 
+from ..snapshot_files import SnapshotError
 from .actors import Submitter
-from .outputs import SnapshotMismatch
 from .records import SimJob
 
 PROTOCOL = 5
@@ -104,7 +104,7 @@ def loads(payload: bytes, fresh):
 def _fresh():
     simulator = getattr(_loading, "simulator", None)
     if simulator is None:
-        raise SnapshotMismatch("a snapshot's run is loaded with Simulator.from_snapshot (it needs the inputs)")
+        raise SnapshotError("a snapshot's run is loaded with Simulator.from_snapshot (it needs the inputs)")
     return simulator
 
 
@@ -112,7 +112,7 @@ def _input_job(job_id: str) -> SimJob:
     try:
         return _fresh().jobs[job_id]
     except KeyError:
-        raise SnapshotMismatch(f"job {job_id} of the snapshot is not in the workloads given") from None
+        raise SnapshotError(f"job {job_id} of the snapshot is not in the workloads given") from None
 
 
 def _set_run_fields(job: SimJob, changed) -> None:
@@ -137,7 +137,7 @@ def _input_simulator(shape: tuple):
     simulator = _fresh()
     if _shape(simulator) != shape:
         nb_hosts, jobs = shape
-        raise SnapshotMismatch(f"the snapshot's run has {nb_hosts} hosts and workloads "
+        raise SnapshotError(f"the snapshot's run has {nb_hosts} hosts and workloads "
                                f"{', '.join(f'{w} of {n} jobs' for w, n in jobs)}; the inputs given have "
                                f"{simulator.nb_hosts} hosts and "
                                f"{', '.join(f'{w} of {len(j)} jobs' for w, j in simulator.static.items())}")
