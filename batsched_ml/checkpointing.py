@@ -74,8 +74,8 @@ class Checkpointer(Watch):
         self.pause_snapshots = True  # a pause at ``until`` leaves a snapshot
         self.stop: interrupts.DeferredStop | None = None
         self.written: list[Path] = []
-        self.write_seconds: list[float] = []  # CPU seconds of each snapshot (pickling, compression, write)
-        self.sizes: list[int] = []
+        # per snapshot: its date, job counts, size and CPU seconds (pickling, signing, writing)
+        self.records: list[dict] = []
 
     def reached(self, sim, t: int) -> bool:
         self.at = min(self.next_ns, self.until_ns)  # first: an alert from now on is seen next time
@@ -104,9 +104,10 @@ class Checkpointer(Watch):
         snapshot.header["run"] = self.describe()
         snapshot.header["checkpoints"] = self.policy.to_dict()
         path = Path(self.policy.directory) / snapshot_name(snapshot.sim_time)
-        self.sizes.append(snapshot.save(path))
+        size = snapshot.save(path)
         keep_last(self.policy.directory, self.policy.keep)
-        self.write_seconds.append(time.process_time() - started)
+        self.records.append(dict(snapshot.header["jobs"], sim_time=snapshot.sim_time, bytes=size,
+                                 cpu=time.process_time() - started))
         self.written.append(path)
         return path
 

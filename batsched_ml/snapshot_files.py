@@ -5,7 +5,7 @@ Layout of format 1 (``docs/snapshots.md`` describes what each part holds)::
     batsched-ml snapshot 1\\n          the magic line and the format version
     {"sim_time": ..., ...}\\n          the header: one JSON object (UTF-8) saying what the snapshot is
     hmac-sha256 <64 hex digits>\\n     HMAC-SHA256 of the two lines above and the payload
-    <payload>                          the paused run: a pickle (protocol 5), zlib-compressed
+    <payload>                          the paused run: frames of zlib-compressed pickles (protocol 5)
 
 **Trust.** The payload is a pickle, and loading a pickle runs whatever code it names: a file someone
 hands you must not be loaded. Every snapshot is signed with this installation's key and a file whose
@@ -28,7 +28,6 @@ import hmac
 import json
 import os
 import secrets
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +39,6 @@ MAGIC = b"batsched-ml snapshot "
 KEY_ENV = "BATSCHED_ML_SNAPSHOT_KEY"
 SUFFIX = ".snapshot"
 SIGNATURE = b"hmac-sha256 "
-COMPRESSION_LEVEL = 1  # zlib: a third of the pickle's size for a few ms per MB (benchmarks/bench_checkpoints.py)
 
 
 class SnapshotError(ValueError):
@@ -101,10 +99,9 @@ class Snapshot:
         return float(self.header["sim_time"])
 
     def encode(self, key: bytes | None = None) -> bytes:
-        """The file's bytes: header, signature, compressed payload."""
+        """The file's bytes: header, signature, payload."""
         head = MAGIC + str(FORMAT_VERSION).encode() + b"\n" + json.dumps(self.header, sort_keys=True).encode() + b"\n"
-        body = zlib.compress(self.payload, COMPRESSION_LEVEL)
-        return head + SIGNATURE + _signature(key or signing_key(), head, body) + b"\n" + body
+        return head + SIGNATURE + _signature(key or signing_key(), head, self.payload) + b"\n" + self.payload
 
     def save(self, path, key: bytes | None = None) -> int:
         """Write atomically (a temporary file synced, then renamed over ``path``); returns its size."""
@@ -141,10 +138,9 @@ class Snapshot:
                                 f"which runs code when loaded)")
         try:
             header = json.loads(lines[1])
-            payload = zlib.decompress(body)
-        except (ValueError, zlib.error) as exc:
+        except ValueError as exc:
             raise SnapshotError(f"{name} is damaged: {exc}") from None
-        return cls(header, payload, name)
+        return cls(header, body, name)
 
 
 def write_atomically(path, data: bytes) -> None:

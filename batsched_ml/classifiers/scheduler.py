@@ -317,6 +317,7 @@ class ClassifyingScheduler(Scheduler):
         self._tick(ctx.now)
         self.scheduler.on_job_completed(job, ctx)
         self._killable.pop(job.id, None)
+        self._may_speculate.pop(job.id, None)  # (no longer queued: kept, it would stay to the run's end)
         if job.final_state == KILLED and job.id in self._kills_pending:
             return  # our kill: the requeued attempt will bring the real runtime
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which

@@ -236,6 +236,7 @@ class BatsimServer:
             profiles = sim.profiles.setdefault(d.workload_name, {})
             checks.check_new_profile(profiles, d.profile_name, sim.profile_reuse)
             profiles[d.profile_name] = d.profile
+            sim.registered_profiles.append((d.workload_name, d.profile_name, d.profile))
         elif kind is ev.RegisterJob:
             checks.require_registration(sim.dynamic_jobs, self.registration_open, "REGISTER_JOB")
             workload, _, name = d.job_id.partition("!")

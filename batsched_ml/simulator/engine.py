@@ -104,6 +104,7 @@ class Simulator:
         self.latency = latency
         self.workloads = list(workloads)
         self.profiles = {name: dict(w.get("profiles", {})) for name, w in self.workloads}
+        self.registered_profiles: list = []  # (workload, name, profile) of REGISTER_PROFILE, in order
         self.jobs: dict[str, SimJob] = {}
         self.static: dict[str, list[SimJob]] = {}
         for name, workload in self.workloads:
@@ -121,6 +122,7 @@ class Simulator:
         self._wall_before = 0.0
         self._session_start = 0.0
         self._static_ids: frozenset | None = None
+        self._snapshot_cache = snapshots.SnapshotCache()  # frames earlier snapshots wrote (not stored)
 
     def make_job(self, workload: str, data: dict) -> SimJob:
         """A job of the workloads or registered during the run (``REGISTER_JOB``), its id unique."""
@@ -191,6 +193,7 @@ class Simulator:
         if not self.paused or self._in_loop:
             raise RuntimeError("the scheduler of a run is replaced while it is paused")
         self._server.scheduler = scheduler
+        self._snapshot_cache = snapshots.SnapshotCache()  # the ended jobs are the new core's copies
 
     def enable_dynamic_jobs(self) -> None:
         """A paused run goes on with dynamic jobs (a fork into a scheduler that requeues)."""
@@ -260,9 +263,9 @@ class Simulator:
         server = self._server
         counts = {"running": server.nb_running, "ended": server.nb_ended,
                   "queued": server.nb_submitted - server.nb_ended - server.nb_running,
-                  "not_submitted": sum(1 for j in self.jobs.values() if j.state == "NOT_SUBMITTED")}
+                  "not_submitted": self.nb_static - (server.nb_submitted - server.nb_registered)}
         try:
-            payload = snapshots.dumps(self)
+            payload = snapshots.dumps(self, self._snapshot_cache)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise SnapshotError(f"this run cannot be snapshotted (its scheduler does not pickle: {exc})") from None
         date = server.now if date is None else max(date, server.now)

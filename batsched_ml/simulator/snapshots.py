@@ -4,48 +4,100 @@ Between two events the whole run is in its objects (the simulator's jobs, the se
 network of sleeping actors and messages in transit, the jobs file, the scheduler it calls: the
 decision core, the scheduler and every plugin, learned models and random states included), so a
 snapshot is that object graph pickled. What the inputs already hold is not copied: a job of the
-workloads is written as its id, with the fields the run changed (none until it is submitted), and
-the workloads' profiles, job lists and submitters' positions likewise; loading rebuilds a
-``Simulator`` from the same inputs and puts the run back into it. A snapshot therefore grows with
-the jobs submitted so far (and what the scheduler keeps of them), not with the trace.
+workloads is written as its id, with the fields the run changed (none until it is submitted, its
+final state once it ended), and the workloads' profiles, job lists and submitters' positions
+likewise; a decision-core job refers to its workload entry instead of copying it. Loading rebuilds
+a ``Simulator`` from the same inputs and puts the run back into it.
+
+The payload is a sequence of frames, each an 8-byte length and a pickle: first the *ended* jobs
+(the decision core's, and the final states of the simulator's), zlib-compressed, in the order they
+were first written, then the run, uncompressed (compressing it would cost more than the rest of
+the snapshot). An ended job never changes, so the frames of the jobs that ended before the
+previous snapshot are the previous snapshot's own bytes, kept by the simulator (``SnapshotCache``):
+each snapshot pickles only what ended since and the live run, and the jobs are read from the
+first one that had not ended at the previous snapshot on. (A component that changes a job after
+its end is not supported.)
 """
 
 from __future__ import annotations
 
 import io
 import pickle
+import struct
 import threading
+import zlib
 from dataclasses import fields
 
+from ..core.decision_core import DecisionCore
+from ..core.job import FINISHED, REJECTED, Job
 from ..snapshot_files import SnapshotError
 from .actors import Submitter
 from .records import SimJob
 
 PROTOCOL = 5
+COMPRESSION = 1  # zlib level: a third of the size for a few ms per MB
 NOT_SUBMITTED = "NOT_SUBMITTED"
 ACTIVE = ("SUBMITTED", "RUNNING")
+ENDED = (FINISHED, REJECTED)  # a decision-core job in these states never changes again
 # SimJob fields fixed by the inputs (the others are the run's: state, dates, allocation...)
 INPUT_FIELDS = frozenset({"id", "workload", "profile_name", "profile", "subtime", "walltime", "res", "data",
                           "subtime_ns"})
 RUN_FIELDS = tuple(f.name for f in fields(SimJob) if f.name not in INPUT_FIELDS)
-# Simulator attributes fixed by the inputs, rebuilt on loading rather than stored
-INPUT_ATTRIBUTES = frozenset({"nb_hosts", "host_names", "workloads", "profiles", "jobs", "static", "nb_static",
-                              "progress", "_static_ids", "_session_start", "_between_events", "_in_loop"})
+JOB_FIELDS = tuple(f.name for f in fields(Job))
+DATA = JOB_FIELDS.index("data")
+# Simulator attributes fixed by the inputs (rebuilt on loading) or of this process only
+NOT_STORED = frozenset({"nb_hosts", "host_names", "workloads", "profiles", "jobs", "static", "nb_static", "progress",
+                        "_static_ids", "_session_start", "_between_events", "_in_loop", "_snapshot_cache"})
+FRAME = struct.Struct("<Q")
 
-_loading = threading.local()  # .simulator: the one rebuilt from the inputs, while a payload loads
+_loading = threading.local()  # .simulator: the one rebuilt from the inputs; .ended: id -> Job
+
+
+class SnapshotCache:
+    """The frames of ended jobs that earlier snapshots of this run wrote, and where to read on."""
+
+    def __init__(self):
+        self.frames: list[bytes] = []
+        self.written: set = set()  # ids of the decision core's ended jobs in ``frames``
+        self.sim_written: set = set()  # ids of the simulator's ended jobs of the inputs in ``frames``
+        self.core_from = 0  # the decision core's jobs before this position ended and are in ``frames``
+        self.sim_from = 0  # the same for the simulator's jobs of the inputs
+
+    def mark(self) -> tuple:
+        return len(self.frames), set(self.written), set(self.sim_written), self.core_from, self.sim_from
+
+    def restore(self, mark: tuple) -> None:
+        """Back to ``mark`` (a snapshot that failed half-way)."""
+        n, self.written, self.sim_written, self.core_from, self.sim_from = mark
+        del self.frames[n:]
 
 
 class _RunPickler(pickle.Pickler):
-    """Pickles a simulator's run, writing what the inputs hold as references to them."""
+    """Pickles a simulator's run, writing what the inputs hold as references to them and the
+    decision core's ended jobs as references to the frames that hold them."""
 
-    def __init__(self, file, simulator):
+    def __init__(self, file, simulator, cache: SnapshotCache):
         super().__init__(file, protocol=PROTOCOL)
         self.simulator = simulator
         self.static_ids = simulator.static_ids()
         self.workload_of = {id(jobs): name for name, jobs in simulator.static.items()}
+        self.cache = cache
+        self.ended: list[tuple] = []  # decision-core jobs ended since the cache's frames, encoded
+        self.ended_inputs: list[tuple] = []  # (id, final state) of the simulator's, likewise
 
     def reducer_override(self, obj):
         kind = type(obj)
+        if kind is DecisionCore:
+            state = dict(obj.__dict__)
+            state["jobs"] = self._core_jobs(obj.jobs)
+            return DecisionCore.__new__, (DecisionCore,), state, None, None, _set_core
+        if kind is Job:
+            if obj.state in ENDED:
+                if obj.id not in self.cache.written:
+                    self.cache.written.add(obj.id)
+                    self.ended.append(self._fields(obj))
+                return _ended_job, (obj.id,)
+            return _core_job, (self._fields(obj),)
         if kind is SimJob:
             if obj.id not in self.static_ids:
                 return NotImplemented  # registered during the run: written whole
@@ -53,8 +105,35 @@ class _RunPickler(pickle.Pickler):
         if kind is Submitter:
             return _input_submitter, (self.workload_of[id(obj.jobs)],), (obj.net, obj.next), None, None, _set_submitter
         if obj is self.simulator:
-            return _input_simulator, (_shape(obj),), _run_state(obj), None, None, _set_run_state
+            return _input_simulator, (_shape(obj),), _run_state(obj, self), None, None, _set_run_state
         return NotImplemented
+
+    def _core_jobs(self, jobs: dict) -> tuple:
+        """A decision core's jobs: all their ids in order, and the jobs not ended (the ended ones are
+        in the frames, those that ended since the last snapshot added now)."""
+        cache, written, ended = self.cache, self.cache.written, self.ended
+        values = list(jobs.values())
+        active, first = {}, None
+        for i in range(cache.core_from, len(values)):
+            job = values[i]
+            if job.state in ENDED:
+                if job.id not in written:
+                    written.add(job.id)
+                    ended.append(self._fields(job))
+            else:
+                active[job.id] = job
+                if first is None:
+                    first = i
+        cache.core_from = len(values) if first is None else first
+        return list(jobs), active
+
+    def _fields(self, job: Job) -> tuple:
+        """A decision-core job's fields, its workload entry as a reference when it is one."""
+        values = [getattr(job, f) for f in JOB_FIELDS]
+        sim_job = self.simulator.jobs.get(job.id)
+        if sim_job is not None and sim_job.data is job.data and job.id in self.static_ids:
+            values[DATA] = None
+        return tuple(values)
 
 
 def _changes(job: SimJob):
@@ -73,31 +152,74 @@ def _shape(simulator) -> tuple:
     return simulator.nb_hosts, tuple((name, len(jobs)) for name, jobs in simulator.static.items())
 
 
-def _run_state(simulator) -> dict:
-    state = {k: v for k, v in simulator.__dict__.items() if k not in INPUT_ATTRIBUTES}
+def _run_state(simulator, pickler: _RunPickler) -> dict:
+    state = {k: v for k, v in simulator.__dict__.items() if k not in NOT_STORED}
     state["_wall_before"] = simulator.wall_time() if simulator._in_loop else simulator._wall_before
-    static_ids = simulator.static_ids()
-    state["registered_jobs"] = [j for j in simulator.jobs.values() if j.id not in static_ids]
-    state["input_jobs"] = [j for j in simulator.jobs.values() if j.state != NOT_SUBMITTED and j.id in static_ids]
-    given = {name: w.get("profiles", {}) for name, w in simulator.workloads}
-    state["registered_profiles"] = [(w, name, p) for w, profiles in simulator.profiles.items()
-                                    for name, p in profiles.items() if given.get(w, {}).get(name) is not p]
+    cache, values = pickler.cache, list(simulator.jobs.values())
+    written, ended = cache.sim_written, pickler.ended_inputs
+    live, first = [], None
+    for i in range(cache.sim_from, simulator.nb_static):  # the jobs of the inputs come first
+        job = values[i]
+        if job.state == NOT_SUBMITTED:
+            pass
+        elif job.alloc == 0 and job.state not in ACTIVE:
+            if job.id not in written:
+                written.add(job.id)
+                ended.append((job.id, job.state))
+            continue
+        else:
+            live.append(job)
+        if first is None:
+            first = i
+    cache.sim_from = simulator.nb_static if first is None else first
+    state["input_jobs"] = live  # (their references carry their fields)
+    state["registered_jobs"] = values[simulator.nb_static:]
     return state
 
 
-def dumps(simulator) -> bytes:
+def _frame(data: bytes, compress: bool = True) -> bytes:
+    packed = zlib.compress(data, COMPRESSION) if compress else data
+    return FRAME.pack(len(packed) << 1 | compress) + packed
+
+
+def dumps(simulator, cache: SnapshotCache) -> bytes:
+    """The payload of a snapshot of ``simulator``'s run; ``cache``: what earlier ones wrote (updated)."""
     out = io.BytesIO()
-    _RunPickler(out, simulator).dump(simulator)
-    return out.getvalue()
+    pickler = _RunPickler(out, simulator, cache)
+    mark = cache.mark()
+    try:
+        pickler.dump(simulator)
+        if pickler.ended or pickler.ended_inputs:
+            cache.frames.append(_frame(pickle.dumps((pickler.ended, pickler.ended_inputs), protocol=PROTOCOL)))
+    except BaseException:
+        cache.restore(mark)  # nothing of this attempt is in the frames
+        raise
+    return b"".join(cache.frames) + _frame(out.getvalue(), compress=False)
 
 
 def loads(payload: bytes, fresh):
     """The run of ``payload`` put back into ``fresh``, a Simulator built from the same inputs."""
-    _loading.simulator = fresh
+    frames, at = [], 0
     try:
-        return pickle.loads(payload)
+        while at < len(payload):
+            (word,) = FRAME.unpack_from(payload, at)
+            size, start = word >> 1, at + FRAME.size
+            frames.append(zlib.decompress(payload[start:start + size]) if word & 1 else payload[start:start + size])
+            at = start + size
+    except (struct.error, zlib.error) as exc:
+        raise SnapshotError(f"the snapshot's payload is damaged: {exc}") from None
+    _loading.simulator, _loading.ended = fresh, {}
+    try:
+        for frame in frames[:-1]:
+            ended, ended_inputs = pickle.loads(frame)
+            for values in ended:
+                job = _job_of(values)
+                _loading.ended[job.id] = job
+            for job_id, final in ended_inputs:
+                _set_run_fields(_input_job(job_id), final)
+        return pickle.loads(frames[-1])
     finally:
-        _loading.simulator = None
+        _loading.simulator = _loading.ended = None
 
 
 # ------------------------------------------------------------------ rebuilding (called by pickle)
@@ -106,6 +228,21 @@ def _fresh():
     if simulator is None:
         raise SnapshotError("a snapshot's run is loaded with Simulator.from_snapshot (it needs the inputs)")
     return simulator
+
+
+def _job_of(values: tuple) -> Job:
+    values = list(values)
+    if values[DATA] is None:
+        values[DATA] = _input_job(values[JOB_FIELDS.index("id")]).data
+    return Job(**dict(zip(JOB_FIELDS, values)))
+
+
+def _core_job(values: tuple) -> Job:
+    return _job_of(values)
+
+
+def _ended_job(job_id: str) -> Job:
+    return _loading.ended[job_id]
 
 
 def _input_job(job_id: str) -> SimJob:
@@ -138,18 +275,24 @@ def _input_simulator(shape: tuple):
     if _shape(simulator) != shape:
         nb_hosts, jobs = shape
         raise SnapshotError(f"the snapshot's run has {nb_hosts} hosts and workloads "
-                               f"{', '.join(f'{w} of {n} jobs' for w, n in jobs)}; the inputs given have "
-                               f"{simulator.nb_hosts} hosts and "
-                               f"{', '.join(f'{w} of {len(j)} jobs' for w, j in simulator.static.items())}")
+                            f"{', '.join(f'{w} of {n} jobs' for w, n in jobs)}; the inputs given have "
+                            f"{simulator.nb_hosts} hosts and "
+                            f"{', '.join(f'{w} of {len(j)} jobs' for w, j in simulator.static.items())}")
     return simulator
+
+
+def _set_core(core, state: dict) -> None:
+    ids, active = state["jobs"]
+    ended = _loading.ended
+    state["jobs"] = {i: active[i] if i in active else ended[i] for i in ids}
+    core.__dict__.update(state)
 
 
 def _set_run_state(simulator, state: dict) -> None:
     registered_jobs = state.pop("registered_jobs")
-    registered_profiles = state.pop("registered_profiles")
     del state["input_jobs"]  # (rebuilt in place: their references were enough)
     simulator.__dict__.update(state)
-    for workload, name, profile in registered_profiles:
+    for workload, name, profile in simulator.registered_profiles:
         simulator.profiles.setdefault(workload, {})[name] = profile
     for job in registered_jobs:
         simulator.jobs[job.id] = job
