@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import snapshot_cases as cases
 from configuration_space import cli_configurations
@@ -299,3 +300,23 @@ def test_sigterm_writes_a_snapshot_and_its_last_words_say_how_to_resume(tmp_path
     code = main(["simulate", "-p", PLATFORM, "-w", SAMPLE, "-e", str(tmp_path / "whole"), "--quiet"])
     assert code == 0
     assert (tmp_path / "slow_jobs.csv").read_bytes() == (tmp_path / "whole_jobs.csv").read_bytes()
+
+
+# ------------------------------------------------------------------ reinforcement learning from real states
+def test_an_rl_episode_starts_from_a_snapshot_of_a_real_run(paused):
+    """The agent takes over the loaded machine and the queue of day 3 of KTH-SP2 (not an empty
+    machine), for the jobs submitted within a day; its actions decide their starts."""
+    from batsched_ml.rl.env import SchedulingEnv
+
+    snapshot, _ = paused
+    env = SchedulingEnv(SAMPLE, 100, sequence_length=256, simulator="full", backfill="easy")
+    obs, info = env.reset(seed=0, options={"snapshot": [str(snapshot)], "horizon": 86400.0})
+    assert info["time"] >= 3 * 86400 and info["queued"] >= 2 and env.observation_space.contains(obs)
+    steps, done = 0, False
+    while not done:
+        action = int(np.flatnonzero(info["action_mask"])[-1])  # the last job of the window: not FCFS
+        obs, reward, done, _, info = env.step(action)
+        steps += 1
+    episode = info["episode"]
+    assert steps == episode["decisions"] and episode["jobs"] == episode["ran"] > 10
+    assert episode["makespan"] > 4 * 86400 and env.reset(seed=1)[1]["queued"] >= 1  # sequences still work
