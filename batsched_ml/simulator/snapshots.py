@@ -50,7 +50,7 @@ NOT_STORED = frozenset({"nb_hosts", "host_names", "workloads", "profiles", "jobs
                         "_static_ids", "_session_start", "_between_events", "_in_loop", "_snapshot_cache"})
 FRAME = struct.Struct("<Q")
 
-_loading = threading.local()  # .simulator: the one rebuilt from the inputs; .ended: id -> Job
+_loading = threading.local()  # .simulator: rebuilt from the inputs; .ended / .registered: id -> ended Job / SimJob
 
 
 class SnapshotCache:
@@ -59,16 +59,18 @@ class SnapshotCache:
     def __init__(self):
         self.frames: list[bytes] = []
         self.written: set = set()  # ids of the decision core's ended jobs in ``frames``
-        self.sim_written: set = set()  # ids of the simulator's ended jobs of the inputs in ``frames``
+        self.sim_written: set = set()  # ids of the simulator's ended jobs in ``frames``
+        self.registered_from = 0  # the registered jobs before this position ended and are in ``frames``
         self.core_from = 0  # the decision core's jobs before this position ended and are in ``frames``
         self.sim_from = 0  # the same for the simulator's jobs of the inputs
 
     def mark(self) -> tuple:
-        return len(self.frames), set(self.written), set(self.sim_written), self.core_from, self.sim_from
+        return (len(self.frames), set(self.written), set(self.sim_written), self.core_from, self.sim_from,
+                self.registered_from)
 
     def restore(self, mark: tuple) -> None:
         """Back to ``mark`` (a snapshot that failed half-way)."""
-        n, self.written, self.sim_written, self.core_from, self.sim_from = mark
+        n, self.written, self.sim_written, self.core_from, self.sim_from, self.registered_from = mark
         del self.frames[n:]
 
 
@@ -84,6 +86,7 @@ class _RunPickler(pickle.Pickler):
         self.cache = cache
         self.ended: list[tuple] = []  # decision-core jobs ended since the cache's frames, encoded
         self.ended_inputs: list[tuple] = []  # (id, final state) of the simulator's, likewise
+        self.ended_registered: list[SimJob] = []  # the simulator's jobs registered during the run, ended
 
     def reducer_override(self, obj):
         kind = type(obj)
@@ -100,6 +103,8 @@ class _RunPickler(pickle.Pickler):
             return _core_job, (self._fields(obj),)
         if kind is SimJob:
             if obj.id not in self.static_ids:
+                if obj.id in self.cache.sim_written:
+                    return _ended_registered, (obj.id,)  # a registered job that ended, in a frame
                 return NotImplemented  # registered during the run: written whole
             return _input_job, (obj.id,), _changes(obj), None, None, _set_run_fields
         if kind is Submitter:
@@ -173,7 +178,20 @@ def _run_state(simulator, pickler: _RunPickler) -> dict:
             first = i
     cache.sim_from = simulator.nb_static if first is None else first
     state["input_jobs"] = live  # (their references carry their fields)
-    state["registered_jobs"] = values[simulator.nb_static:]
+    registered = values[simulator.nb_static:]
+    live, first = {}, None
+    for i in range(cache.registered_from, len(registered)):
+        job = registered[i]
+        if job.alloc == 0 and job.state not in ACTIVE and job.state != NOT_SUBMITTED:
+            if job.id not in written:
+                written.add(job.id)
+                pickler.ended_registered.append(job)
+        else:
+            live[job.id] = job
+            if first is None:
+                first = i
+    cache.registered_from = len(registered) if first is None else first
+    state["registered_jobs"] = ([job.id for job in registered], live)
     return state
 
 
@@ -189,8 +207,9 @@ def dumps(simulator, cache: SnapshotCache) -> bytes:
     mark = cache.mark()
     try:
         pickler.dump(simulator)
-        if pickler.ended or pickler.ended_inputs:
-            cache.frames.append(_frame(pickle.dumps((pickler.ended, pickler.ended_inputs), protocol=PROTOCOL)))
+        if pickler.ended or pickler.ended_inputs or pickler.ended_registered:
+            ended = (pickler.ended, pickler.ended_inputs, pickler.ended_registered)
+            cache.frames.append(_frame(pickle.dumps(ended, protocol=PROTOCOL)))
     except BaseException:
         cache.restore(mark)  # nothing of this attempt is in the frames
         raise
@@ -208,18 +227,20 @@ def loads(payload: bytes, fresh):
             at = start + size
     except (struct.error, zlib.error) as exc:
         raise SnapshotError(f"the snapshot's payload is damaged: {exc}") from None
-    _loading.simulator, _loading.ended = fresh, {}
+    _loading.simulator, _loading.ended, _loading.registered = fresh, {}, {}
     try:
         for frame in frames[:-1]:
-            ended, ended_inputs = pickle.loads(frame)
+            ended, ended_inputs, ended_registered = pickle.loads(frame)
             for values in ended:
                 job = _job_of(values)
                 _loading.ended[job.id] = job
             for job_id, final in ended_inputs:
                 _set_run_fields(_input_job(job_id), final)
+            for job in ended_registered:
+                _loading.registered[job.id] = job
         return pickle.loads(frames[-1])
     finally:
-        _loading.simulator = _loading.ended = None
+        _loading.simulator = _loading.ended = _loading.registered = None
 
 
 # ------------------------------------------------------------------ rebuilding (called by pickle)
@@ -243,6 +264,10 @@ def _core_job(values: tuple) -> Job:
 
 def _ended_job(job_id: str) -> Job:
     return _loading.ended[job_id]
+
+
+def _ended_registered(job_id: str) -> SimJob:
+    return _loading.registered[job_id]
 
 
 def _input_job(job_id: str) -> SimJob:
@@ -289,10 +314,11 @@ def _set_core(core, state: dict) -> None:
 
 
 def _set_run_state(simulator, state: dict) -> None:
-    registered_jobs = state.pop("registered_jobs")
+    ids, live = state.pop("registered_jobs")
     del state["input_jobs"]  # (rebuilt in place: their references were enough)
     simulator.__dict__.update(state)
     for workload, name, profile in simulator.registered_profiles:
         simulator.profiles.setdefault(workload, {})[name] = profile
-    for job in registered_jobs:
-        simulator.jobs[job.id] = job
+    ended = _loading.registered
+    for job_id in ids:
+        simulator.jobs[job_id] = live[job_id] if job_id in live else ended[job_id]
