@@ -104,10 +104,10 @@ class Checkpointer(Watch):
         snapshot.header["run"] = self.describe()
         snapshot.header["checkpoints"] = self.policy.to_dict()
         path = Path(self.policy.directory) / snapshot_name(snapshot.sim_time)
-        size = snapshot.save(path)
-        keep_last(self.policy.directory, self.policy.keep)
-        self.records.append(dict(snapshot.header["jobs"], sim_time=snapshot.sim_time, bytes=size,
-                                 cpu=time.process_time() - started))
+        written = snapshot.save(path)
+        keep_last(self.policy.directory, self.policy.keep, newest=path)
+        self.records.append(dict(snapshot.header["jobs"], sim_time=snapshot.sim_time, bytes=snapshot.size,
+                                 bytes_written=written, cpu=time.process_time() - started))
         self.written.append(path)
         return path
 

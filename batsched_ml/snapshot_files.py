@@ -1,11 +1,19 @@
 """Snapshot files: the documented, versioned and signed container of a paused simulation (issue 42).
 
-Layout of format 1 (``docs/snapshots.md`` describes what each part holds)::
+Layout of format 2 (``docs/snapshots.md`` describes what each part holds)::
 
-    batsched-ml snapshot 1\\n          the magic line and the format version
-    {"sim_time": ..., ...}\\n          the header: one JSON object (UTF-8) saying what the snapshot is
+    batsched-ml snapshot 2\\n          the magic line and the format version
+    {"sim_time": ..., "frames": [...]}\\n  the header: one JSON object (UTF-8) saying what the snapshot
+                                       is, with the SHA-256 and size of each shared frame it needs
     hmac-sha256 <64 hex digits>\\n     HMAC-SHA256 of the two lines above and the payload
-    <payload>                          the paused run: frames of zlib-compressed pickles (protocol 5)
+    <payload>                          the run's own frame: a pickle (protocol 5)
+
+**Shared frames.** What a run ended or accumulated before the previous snapshot is in the frames
+that earlier snapshots wrote (zlib-compressed pickles): each is stored once, in ``frames/`` beside
+the snapshot files, named by its SHA-256 (``frames/<sha256>.frame``), and later snapshots list it
+in their header. So a snapshot writes what changed since the previous one, not the whole history:
+a snapshot file is used with its folder's ``frames/`` (copy both). The header, signed, names each
+frame's digest, and a frame whose content does not match it is refused.
 
 **Trust.** The payload is a pickle, and loading a pickle runs whatever code it names: a file someone
 hands you must not be loaded. Every snapshot is signed with this installation's key and a file whose
@@ -31,10 +39,12 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["FORMAT_VERSION", "KEY_ENV", "SUFFIX", "Snapshot", "SnapshotError", "keep_last", "key_path",
-           "signing_key", "snapshot_name", "snapshots_in"]
+__all__ = ["FORMAT_VERSION", "FRAMES", "KEY_ENV", "SUFFIX", "Frame", "Snapshot", "SnapshotError", "keep_last",
+           "key_path", "signing_key", "snapshot_name", "snapshots_in"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+FRAMES = "frames"  # the folder of the shared frames, beside the snapshot files
+FRAME_SUFFIX = ".frame"
 MAGIC = b"batsched-ml snapshot "
 KEY_ENV = "BATSCHED_ML_SNAPSHOT_KEY"
 SUFFIX = ".snapshot"
@@ -84,14 +94,40 @@ def _signature(key: bytes, head: bytes, payload: bytes) -> bytes:
     return mac.hexdigest().encode("ascii")
 
 
+class Frame:
+    """A part of a run's snapshots written once and shared by the later ones: its bytes and their
+    SHA-256 (hex; computed once)."""
+
+    __slots__ = ("data", "digest")
+
+    def __init__(self, data: bytes, digest: str | None = None):
+        self.data = data
+        self.digest = digest or hashlib.sha256(data).hexdigest()
+
+    def __repr__(self) -> str:
+        return f"Frame({self.digest[:12]}..., {len(self.data)} bytes)"
+
+
+def frames_dir(path) -> Path:
+    """Where the shared frames of the snapshot file ``path`` are: ``frames/`` beside it."""
+    return Path(path).parent / FRAMES
+
+
 @dataclass
 class Snapshot:
-    """A paused run: ``header`` (JSON: what it is, where it stopped, the run it continues) and
-    ``payload`` (the pickled run, for ``Simulator.from_snapshot``)."""
+    """A paused run: ``header`` (JSON: what it is, where it stopped, the run it continues),
+    ``payload`` (the run's own pickled objects) and ``frames`` (the shared frames it refers to),
+    for ``Simulator.from_snapshot``."""
 
     header: dict
     payload: bytes = field(repr=False)
+    frames: list = field(default_factory=list, repr=False)  # Frame objects, in order
     path: str | None = None  # the file it was loaded from or saved to
+
+    @property
+    def size(self) -> int:
+        """Bytes of the snapshot file and of every frame it needs."""
+        return len(self.payload) + sum(len(frame.data) for frame in self.frames)
 
     @property
     def sim_time(self) -> float:
@@ -99,16 +135,25 @@ class Snapshot:
         return float(self.header["sim_time"])
 
     def encode(self, key: bytes | None = None) -> bytes:
-        """The file's bytes: header, signature, payload."""
-        head = MAGIC + str(FORMAT_VERSION).encode() + b"\n" + json.dumps(self.header, sort_keys=True).encode() + b"\n"
+        """The file's bytes: header (with the frames' digests and sizes), signature, payload."""
+        header = dict(self.header, frames=[[frame.digest, len(frame.data)] for frame in self.frames])
+        head = MAGIC + str(FORMAT_VERSION).encode() + b"\n" + json.dumps(header, sort_keys=True).encode() + b"\n"
         return head + SIGNATURE + _signature(key or signing_key(), head, self.payload) + b"\n" + self.payload
 
     def save(self, path, key: bytes | None = None) -> int:
-        """Write atomically (a temporary file synced, then renamed over ``path``); returns its size."""
+        """Write the frames not yet in ``frames/`` beside ``path``, then the file, each atomically (a
+        temporary file synced, then renamed); returns the bytes written."""
+        written = 0
+        folder = frames_dir(path)
+        for frame in self.frames:
+            target = folder / f"{frame.digest}{FRAME_SUFFIX}"
+            if not target.exists():
+                write_atomically(target, frame.data)
+                written += len(frame.data)
         data = self.encode(key)
         write_atomically(path, data)
         self.path = str(path)
-        return len(data)
+        return written + len(data)
 
     @classmethod
     def load(cls, path, key: bytes | None = None) -> "Snapshot":
@@ -117,10 +162,11 @@ class Snapshot:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
-        return cls.decode(data, str(path), key)
+        return cls.decode(data, str(path), key, frames_dir(path))
 
     @classmethod
-    def decode(cls, data: bytes, name: str = "snapshot", key: bytes | None = None) -> "Snapshot":
+    def decode(cls, data: bytes, name: str = "snapshot", key: bytes | None = None, frames=None) -> "Snapshot":
+        """A snapshot from its file's bytes, its shared frames read from the folder ``frames``."""
         lines = data.split(b"\n", 3)
         if len(lines) < 4 or not lines[0].startswith(MAGIC):
             raise SnapshotError(f"{name} is not a batsched-ml snapshot")
@@ -140,7 +186,24 @@ class Snapshot:
             header = json.loads(lines[1])
         except ValueError as exc:
             raise SnapshotError(f"{name} is damaged: {exc}") from None
-        return cls(header, body, name)
+        listed = header.pop("frames", [])
+        return cls(header, body, [_read_frame(name, frames, digest, size) for digest, size in listed], name)
+
+
+def _read_frame(name: str, folder, digest: str, size: int) -> Frame:
+    """A frame a snapshot lists, checked against the digest its signed header gives."""
+    if folder is None:
+        raise SnapshotError(f"{name} needs its shared frames: load it from its file (Snapshot.load)")
+    path = Path(folder) / f"{digest}{FRAME_SUFFIX}"
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SnapshotError(f"{name} needs its frame {path}, which cannot be read ({exc.strerror or exc}): a "
+                            f"snapshot is used with the {FRAMES}/ folder beside it") from None
+    frame = Frame(data)
+    if len(data) != size or frame.digest != digest:
+        raise SnapshotError(f"{name}'s frame {path} was changed since it was written (its digest differs)")
+    return frame
 
 
 def write_atomically(path, data: bytes) -> None:
@@ -180,17 +243,49 @@ def snapshots_in(directory) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.name.startswith("snapshot-") and p.name.endswith(SUFFIX))
 
 
-def keep_last(directory, keep: int) -> list[Path]:
-    """Delete all but the ``keep`` latest snapshots of ``directory`` (and temporary files that a killed
-    writer left); returns the deleted ones."""
-    old = snapshots_in(directory)[:-keep] if keep > 0 else []
+def keep_last(directory, keep: int, newest: Path | None = None) -> list[Path]:
+    """Delete all but the ``keep`` latest snapshots of ``directory``, the frames that only the
+    deleted ones needed, and the temporary files that a killed writer left; returns the deleted
+    snapshots. ``newest``: the snapshot a run just wrote; those dated after it are of a run it
+    replaces (resumed from an earlier snapshot, or started again) and are deleted too."""
+    snapshots = snapshots_in(directory)
+    later = []
+    if newest is not None and Path(newest).name in {p.name for p in snapshots}:
+        cut = [p.name for p in snapshots].index(Path(newest).name) + 1
+        snapshots, later = snapshots[:cut], snapshots[cut:]
+    old, kept = (snapshots[:-keep], snapshots[-keep:]) if keep > 0 else ([], snapshots)
+    old += later
+    needed = set()
+    for path in kept if old else ():
+        listed = _frames_listed(path)
+        if listed is None:  # unreadable: its frames are kept, and so are all others
+            needed = None
+            break
+        needed |= listed
     for path in old:
+        unused = (_frames_listed(path) or set()) - (needed or set())
         path.unlink(missing_ok=True)
-    for stale in Path(directory).glob(f".snapshot-*{SUFFIX}.tmp-*"):
-        pid = stale.name.rpartition("-")[2]
-        if pid.isdigit() and not _alive(int(pid)):
-            stale.unlink(missing_ok=True)
+        if needed is not None:
+            for digest in unused:
+                (Path(directory) / FRAMES / f"{digest}{FRAME_SUFFIX}").unlink(missing_ok=True)
+    for folder, pattern in ((Path(directory), f".snapshot-*{SUFFIX}.tmp-*"),
+                            (Path(directory) / FRAMES, f".*{FRAME_SUFFIX}.tmp-*")):
+        for stale in folder.glob(pattern):
+            pid = stale.name.rpartition("-")[2]
+            if pid.isdigit() and not _alive(int(pid)):
+                stale.unlink(missing_ok=True)
     return old
+
+
+def _frames_listed(path: Path) -> set | None:
+    """The digests of the frames a snapshot file's header lists (None if it cannot be read)."""
+    try:
+        with open(path, "rb") as src:
+            src.readline()
+            header = json.loads(src.readline())
+        return {digest for digest, _ in header.get("frames", [])}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
 
 
 def _alive(pid: int) -> bool:

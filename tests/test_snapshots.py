@@ -9,6 +9,7 @@ its checkpoints, give the uninterrupted run's outputs byte for byte. CI runs a f
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import signal
 import subprocess
@@ -134,8 +135,8 @@ def test_snapshot_files_are_signed_and_refused_when_changed_or_foreign(tmp_path,
     monkeypatch.setenv(snapshot_files.KEY_ENV, "another installation")
     with pytest.raises(SnapshotError, match="refusing to load it"):
         Snapshot.load(path)
-    (tmp_path / "old.snapshot").write_bytes(path.read_bytes().replace(b"snapshot 1\n", b"snapshot 0\n", 1))
-    with pytest.raises(SnapshotError, match="format 0; this batsched-ml reads format 1"):
+    (tmp_path / "old.snapshot").write_bytes(path.read_bytes().replace(b"snapshot 2\n", b"snapshot 1\n", 1))
+    with pytest.raises(SnapshotError, match="format 1; this batsched-ml reads format 2"):
         Snapshot.load(tmp_path / "old.snapshot")
 
 
@@ -169,6 +170,66 @@ def test_keep_last_keeps_the_latest_dates(tmp_path):
     assert [p.name for p in snapshots_in(tmp_path)] == [snapshot_files.snapshot_name(20),
                                                          snapshot_files.snapshot_name(100)]
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_a_later_snapshot_writes_only_what_changed_and_needs_the_frames_beside_it(tmp_path):
+    """What ended or grew before a snapshot is in shared frames that the next one lists and does not
+    write again; a snapshot whose frame is missing or changed is refused in one line."""
+    sim, scheduler, loaded = _simulator({"scheduler": "easy", "predictor": "ave2", "correction": "incremental"})
+    sim.run(in_process(DecisionCore(scheduler)), prefix=str(tmp_path / "a"), until=300000.0)
+    first = sim.snapshot()
+    first_written = first.save(tmp_path / "1.snapshot")
+    sim.resume(until=320000.0)
+    second = sim.snapshot()
+    written = second.save(tmp_path / "2.snapshot")
+    assert [f.digest for f in second.frames[:len(first.frames)]] == [f.digest for f in first.frames]
+    assert len(second.frames) == len(first.frames) + 1 and written < first_written / 3
+    assert Simulator.from_snapshot(Snapshot.load(tmp_path / "2.snapshot"), 100, loaded).now == sim.now
+    frame = tmp_path / "frames" / f"{second.frames[0].digest}.frame"
+    data = frame.read_bytes()
+    frame.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(SnapshotError, match="was changed since it was written"):
+        Snapshot.load(tmp_path / "2.snapshot")
+    frame.unlink()
+    with pytest.raises(SnapshotError, match="needs its frame .* the frames/ folder beside it"):
+        Snapshot.load(tmp_path / "2.snapshot")
+
+
+def test_keep_last_deletes_the_frames_only_the_deleted_snapshots_needed(tmp_path):
+    from batsched_ml.snapshot_files import Frame
+
+    shared, own = Frame(b"shared"), Frame(b"of the replaced run")
+    Snapshot({"sim_time": 1}, b"", [shared]).save(tmp_path / snapshot_files.snapshot_name(1))
+    Snapshot({"sim_time": 2}, b"", [shared]).save(tmp_path / snapshot_files.snapshot_name(2))
+    Snapshot({"sim_time": 9}, b"", [shared, own]).save(tmp_path / snapshot_files.snapshot_name(9))
+    keep_last(tmp_path, 1, newest=tmp_path / snapshot_files.snapshot_name(2))  # a run resumed from 1 wrote 2
+    assert [p.name for p in snapshots_in(tmp_path)] == [snapshot_files.snapshot_name(2)]
+    assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == [f"{shared.digest}.frame"]
+    assert Snapshot.load(tmp_path / snapshot_files.snapshot_name(2)).frames[0].data == b"shared"
+
+
+def test_incremental_containers_refuse_what_an_earlier_snapshot_could_not_see():
+    from batsched_ml.incremental import AppendOnlyList, JournaledDict
+
+    items = AppendOnlyList([1, 2])
+    items += [3]
+    pieces = [items.changes_since(0)]
+    items.append(4)
+    pieces.append(items.changes_since(3))
+    assert AppendOnlyList.rebuilt(pieces) == [1, 2, 3, 4]
+    for change in (lambda: items.pop(), lambda: items.__setitem__(0, 9), lambda: items.sort()):
+        with pytest.raises(TypeError, match="only grows"):
+            change()
+    table = JournaledDict(a=[0], b=[0])
+    start = table.version()
+    table["c"] = [1]
+    table["a"][0] += 1  # changed in place: written only once touched
+    assert table.changes_since(start) == [("c", [1])]
+    table.touch("a")
+    rebuilt = JournaledDict.rebuilt([table.changes_since(0)])
+    assert rebuilt == {"a": [1], "b": [0], "c": [1]} and list(rebuilt) == ["a", "b", "c"]
+    with pytest.raises(TypeError, match="only grows"):
+        del table["a"]
 
 
 # ------------------------------------------------------------------ the command line
@@ -222,8 +283,9 @@ def test_resume_after_the_jobs_file_was_rewritten_is_refused(paused, capsys):
 
 def test_resume_from_an_older_snapshot_cuts_what_came_after(paused, capsys):
     snapshot, expected = paused
-    older = snapshot.parent.parent / "older.snapshot"  # (the resumed run keeps its own 2 latest only)
-    older.write_bytes(snapshots_in(snapshot.parent)[0].read_bytes())
+    kept = snapshot.parent.parent / "kept"  # (the resumed run keeps its own 2 latest only)
+    shutil.copytree(snapshot.parent, kept)  # a snapshot goes with the frames/ beside it
+    older = snapshots_in(kept)[0]
     assert run(capsys, "simulate", "--resume", snapshot, "--quiet")[0] == 0
     assert run(capsys, "simulate", "--resume", older, "--quiet")[0] == 0
     assert (snapshot.parent.parent / "b_jobs.csv").read_bytes() == expected.read_bytes()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 import time
 import warnings
 from contextlib import contextmanager
@@ -215,8 +216,7 @@ def _simulate(task: Task, prefix: Path, progress):
             continue  # an older snapshot may do
         watch = Checkpointer(watch.policy, lambda: identity, start=snapshot.sim_time)
         return sim.resume(watch=watch), sim.scheduler.core.scheduler, snapshot.sim_time
-    for path in snapshots_in(directory):
-        path.unlink()
+    shutil.rmtree(directory, ignore_errors=True)  # another run's snapshots and their frames
     scheduler = build_scheduler(task.run_config)
     sim, core = prepare(task.platform, [task.workload], scheduler, progress=progress)
     return sim.run(in_process(core), prefix=str(prefix), watch=watch), scheduler, None

@@ -20,13 +20,14 @@ the same one), and ``RUNTIME_FEATURE_NAMES`` are the user's recent actual runtim
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
 import warnings
 from collections import deque
 from pathlib import Path
 
 import numpy as np
 from sortedcontainers import SortedList
+
+from ..incremental import AppendOnlyList
 
 FEATURE_NAMES = (
     "requested_time", "processors",
@@ -200,8 +201,9 @@ class FeatureTable:
     """Incremental category histories; ``features(job, divider)`` is O(log n).
 
     ``runtimes``: also keep a per-user category (every job of the user) and append
-    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: keep every added runtime in
-    order, so that :meth:`against` can recompute past rows' lags and shares.
+    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: :meth:`against` may recompute
+    past rows' lags and shares. Every added runtime is kept in order with its category (the
+    table is their replay): a snapshot writes each addition once, and loading replays them.
     """
 
     def __init__(self, clock: CalendarClock, runtimes: bool = False, track: bool = False):
@@ -209,30 +211,30 @@ class FeatureTable:
         self.cats: dict = {}
         self.runtimes = runtimes
         self.track = track
-        self._added_cat: list = []  # category index of every added runtime, in order (track)
-        self._added_runtime: list = []
+        self._keys = AppendOnlyList()  # the categories' keys, by index
+        self._added_cat = AppendOnlyList()  # category index of every added runtime, in order
+        self._added_runtime = AppendOnlyList()
 
     def __getstate__(self) -> dict:
-        """Pickled flat (snapshots of a run): the categories' keys, then their runtimes in one array
-        each for the last three and the sorted ones, instead of ~15,000 small objects."""
+        """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories."""
         state = dict(self.__dict__)
-        cats = list(self.cats.values())
-        state["cats"] = (list(self.cats), [c.index for c in cats],
-                         np.fromiter(map(len, (c.last for c in cats)), np.int64, len(cats)),
-                         np.fromiter(itertools.chain.from_iterable(c.last for c in cats), np.float64),
-                         np.fromiter(map(len, (c.sorted for c in cats)), np.int64, len(cats)),
-                         np.fromiter(itertools.chain.from_iterable(c.sorted for c in cats), np.float64))
+        del state["cats"]
         return state
 
     def __setstate__(self, state: dict) -> None:
-        keys, indexes, last_sizes, last, sorted_sizes, runtimes = state["cats"]
-        cats, at, at_sorted = {}, 0, 0
-        for key, index, n_last, n_sorted in zip(keys, indexes, last_sizes.tolist(), sorted_sizes.tolist()):
-            cat = cats[key] = _Category(index)
-            cat.last.extend(last[at:at + n_last].tolist())
-            cat.sorted.update(runtimes[at_sorted:at_sorted + n_sorted].tolist())
-            at, at_sorted = at + n_last, at_sorted + n_sorted
-        self.__dict__.update(state, cats=cats)
+        """The categories rebuilt from the additions: each one's runtimes in the order added."""
+        self.__dict__.update(state)
+        self.cats = {key: _Category(index) for index, key in enumerate(self._keys)}
+        cat_of = np.asarray(self._added_cat, dtype=np.int64)
+        order = np.argsort(cat_of, kind="stable")
+        ends = np.cumsum(np.bincount(cat_of, minlength=len(self._keys))).tolist()
+        runtimes = [self._added_runtime[i] for i in order.tolist()]
+        start = 0
+        for cat, end in zip(self.cats.values(), ends):
+            added = runtimes[start:end]
+            cat.last.extend(added[-3:])
+            cat.sorted.update(added)
+            start = end
 
     def keys(self, job, day: int) -> tuple:
         user = job.data.get("user", -1)
@@ -309,12 +311,12 @@ class FeatureTable:
 
     def add(self, keys: tuple, runtime: float) -> None:
         """Record a completed job (``keys`` from its ``features`` call) with its actual runtime."""
-        for i, key in enumerate(keys):
+        for key in keys:
             cat = self.cats.get(key)
             if cat is None:
                 cat = self.cats[key] = _Category(len(self.cats))
+                self._keys.append(key)
             cat.last.append(runtime)
             cat.sorted.add(runtime)
-            if self.track and i < 3:
-                self._added_cat.append(cat.index)
-                self._added_runtime.append(runtime)
+            self._added_cat.append(cat.index)
+            self._added_runtime.append(runtime)

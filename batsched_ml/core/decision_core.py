@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..incremental import JournaledDict
 from ..protocol import events as ev
 from ..protocol.codec import ProtocolViolation, parse_alloc
 from ..protocol.coreset import format_mask
@@ -31,7 +32,7 @@ class DecisionCore:
         self.running: dict[str, Job] = {}
         self.kills_pending: set = set()
         self.calls_pending: set = set()
-        self.profiles: dict = {}
+        self.profiles: dict = {}  # workload -> JournaledDict of its profiles (snapshots write each once)
         self.workloads: dict = {}  # name -> workload file path, from SIMULATION_BEGINS
         self.rejected: list = []
         self.dynamic_jobs_enabled = False
@@ -84,7 +85,7 @@ class DecisionCore:
             kind = type(event)
             if kind is ev.JobSubmitted:
                 if event.profile is not None:
-                    self.profiles.setdefault(event.job_id.partition("!")[0], {})[event.job["profile"]] = event.profile
+                    self.profiles.setdefault(event.job_id.partition("!")[0], JournaledDict())[event.job["profile"]] = event.profile
                 job = self.new_job(event.job_id, event.job, event.timestamp)
                 sched.on_job_submitted(job, ctx)
             elif kind is ev.JobCompleted:
@@ -179,7 +180,7 @@ class DecisionCore:
     def _begin(self, event: ev.SimulationBegins, ctx: Context) -> None:
         self.machine = Machine(event.nb_compute_resources)
         self.workloads = dict(event.workloads)
-        self.profiles = {w: dict(p) for w, p in event.profiles.items()}
+        self.profiles = {w: JournaledDict(p) for w, p in event.profiles.items()}
         self.dynamic_jobs_enabled = event.dynamic_jobs_enabled
         if self.scheduler.may_requeue and not self.dynamic_jobs_enabled:
             raise SchedulingError(
@@ -224,7 +225,7 @@ class DecisionCore:
         ctx.now, ctx.decisions, ctx._calls = now, [], set()
         self.machine = Machine(previous.machine.nb_cores)
         self.workloads = dict(previous.workloads)
-        self.profiles = {w: dict(p) for w, p in previous.profiles.items()}
+        self.profiles = {w: JournaledDict(p) for w, p in previous.profiles.items()}
         self.dynamic_jobs_enabled = previous.dynamic_jobs_enabled if dynamic_jobs is None else dynamic_jobs
         self.registration_done = previous.registration_done and not self.scheduler.may_requeue
         self.static_submission_over = previous.static_submission_over

@@ -36,6 +36,7 @@ from operator import attrgetter
 import numpy as np
 
 from ..core.job import RUNNING
+from ..incremental import AppendOnlyList
 from ..core.scheduler import Context
 from ..distributions.base import WalltimeOnly
 from .candidate_bins import CandidateBins
@@ -74,7 +75,8 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._checks = ([], [], [], [], [])
         self.stats = {"backfilled": 0, "refused": 0, "evaluations": 0, "risk_sum": 0.0, "checked": 0,
                       "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0, "screened": 0}
-        self._loglik: list = []  # calibration: (log-likelihood of the realised bin, realised bin impossible)
+        # calibration: (log-likelihood of the realised bin, realised bin impossible)
+        self._loglik = AppendOnlyList()
 
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:

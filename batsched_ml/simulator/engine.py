@@ -24,6 +24,7 @@ import heapq
 import pickle
 import time
 
+from ..incremental import AppendOnlyList
 from ..protocol import events as ev
 from ..snapshot_files import Snapshot, SnapshotError
 from ..validation import machine_size
@@ -104,7 +105,8 @@ class Simulator:
         self.latency = latency
         self.workloads = list(workloads)
         self.profiles = {name: dict(w.get("profiles", {})) for name, w in self.workloads}
-        self.registered_profiles: list = []  # (workload, name, profile) of REGISTER_PROFILE, in order
+        # (workload, name, profile) of REGISTER_PROFILE, in order
+        self.registered_profiles: AppendOnlyList = AppendOnlyList()
         self.jobs: dict[str, SimJob] = {}
         self.static: dict[str, list[SimJob]] = {}
         for name, workload in self.workloads:
@@ -265,13 +267,13 @@ class Simulator:
                   "queued": server.nb_submitted - server.nb_ended - server.nb_running,
                   "not_submitted": self.nb_static - (server.nb_submitted - server.nb_registered)}
         try:
-            payload = snapshots.dumps(self, self._snapshot_cache)
+            payload, frames = snapshots.dumps(self, self._snapshot_cache)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise SnapshotError(f"this run cannot be snapshotted (its scheduler does not pickle: {exc})") from None
         date = server.now if date is None else max(date, server.now)
         header = {"sim_time": date / 1e9, "last_event_ns": server.now, "jobs": counts,
                   "outputs": self._prefix, "simulator_state": snapshots.PROTOCOL}
-        return Snapshot(header, payload)
+        return Snapshot(header, payload, frames)
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, nb_hosts: int, workloads, *, host_names=None, progress=None,
@@ -282,7 +284,7 @@ class Simulator:
         files' digests). ``prefix``: where the outputs go on, by default the run's own files (the
         jobs file cut back to what it held at the snapshot); another prefix starts as a copy."""
         fresh = cls(nb_hosts, workloads, host_names=host_names)
-        sim = snapshots.loads(snapshot.payload, fresh)
+        sim = snapshots.loads(snapshot.payload, snapshot.frames, fresh)
         sim.progress = progress
         sim._pause_date = ns(snapshot.sim_time)
         tracer = sim._server.tracer
