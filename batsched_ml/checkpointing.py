@@ -167,7 +167,7 @@ def _input(item) -> dict:
 
 def _plugins(config) -> dict:
     """The distribution (and version) of each plugin the configuration names."""
-    from .plugins import GROUPS, SINGULAR, entries
+    from .config.plugins import GROUPS, SINGULAR, entries
 
     out = {}
     for kind in GROUPS:
@@ -183,7 +183,8 @@ def run_identity(config, platform, workloads, *, dynamic_jobs=None) -> dict:
     if not isinstance(workloads, (list, tuple)):
         workloads = [workloads]
     return {"batsched_ml": __version__, "code": code_fingerprint(), "plugins": _plugins(config),
-            "config": config.to_dict(), "label": config.label(), "platform": _input(platform),
+            "config": config.to_dict(), "options_order": list(config.options),  # (the header's JSON sorts keys)
+            "label": config.label(), "platform": _input(platform),
             "workloads": [_input(w) for w in workloads], "dynamic_jobs": dynamic_jobs}
 
 
@@ -205,7 +206,7 @@ def differences(recorded: dict, current: dict) -> list[str]:
 
 
 def _config_differences(was: dict, now: dict) -> list[str]:
-    from .config import settings
+    from .config.declare import settings
 
     out = []
     for name, spec in settings().items():

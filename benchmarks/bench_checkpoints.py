@@ -68,7 +68,7 @@ def in_process(platform: Path, workload: Path, flags: list, prefix: Path, every:
     from batsched_ml.checkpointing import CheckpointPolicy, Checkpointer
     from batsched_ml.cli import build_parser
     from batsched_ml.cli.runs import run_config
-    from batsched_ml.compose import build_scheduler
+    from batsched_ml.config.compose import build_scheduler
     from batsched_ml.run_outputs import write_job_details
     from batsched_ml.runner import in_process as transport, prepare
 

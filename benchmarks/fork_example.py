@@ -24,7 +24,7 @@ import numpy as np
 from batsched_ml.analysis.metrics import merge_attempts, per_job_bsld, read_jobs_csv
 from batsched_ml.analysis.uncertainty import paired_job_reduction
 from batsched_ml.snapshot_files import Snapshot
-from batsched_ml.validation import duration
+from batsched_ml.config.validate import duration
 
 TAU = 60.0
 

@@ -29,7 +29,7 @@ from batsched_ml import checkpointing, snapshot_files
 from batsched_ml.cli import main
 from batsched_ml.runner import build_scheduler, in_process, load_inputs
 from batsched_ml.core.decision_core import DecisionCore
-from batsched_ml.simulator.engine import Simulator
+from batsched_ml.simulator.engine import BATSIM_5, Simulator
 from batsched_ml.snapshot_files import Snapshot, SnapshotError, keep_last, snapshots_in
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -331,10 +331,25 @@ def test_connect_refuses_snapshot_flags(capsys):
     assert code == 2 and "--checkpoint-every needs the scheduler in this process" in err
 
 
+@pytest.mark.parametrize("flags", [["--checkpoint-every", "1d"], ["--stop-at", "3d"], ["--resume", "x.snapshot"],
+                                   ["--fork", "x.snapshot", "-e", "elsewhere"]])
+def test_batsim_5_refuses_snapshots_in_one_line(tmp_path, capsys, flags):
+    """Batsim 5's kernel runs a simulation to its end in one go: a pause, hence a snapshot, is refused
+    before anything runs, and a run without snapshot flags is not slowed by a watch."""
+    code, _, err = run(capsys, "simulate", "--batsim", "5", "-p", PLATFORM, "-w", SAMPLE, "-e", tmp_path / "r",
+                       "--quiet", *flags)
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"batsched-ml: error: {flags[0]}: ")
+    assert "Batsim 5.0.0-rc2 line's kernel" in err and not list(tmp_path.iterdir())
+    sim, scheduler, _ = _simulator({"scheduler": "easy"})
+    sim.line = BATSIM_5
+    with pytest.raises(SnapshotError, match="for Batsim 4.2.1 runs"):
+        sim.run(in_process(DecisionCore(scheduler)), until=1000.0)
+
+
 @pytest.mark.parametrize("text, seconds", [("90", 90.0), ("10min", 600.0), ("12h", 43200.0), ("7d", 604800.0),
                                            ("2w", 1209600.0), ("1.5d", 129600.0)])
 def test_durations(text, seconds):
-    from batsched_ml.validation import duration
+    from batsched_ml.config.validate import duration
 
     assert duration(text, "--checkpoint-every") == seconds
 

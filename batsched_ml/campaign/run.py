@@ -17,7 +17,7 @@ from .cache import ResultCache, config_cost_key
 from .expand import write_campaign
 from ..executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
-from .results import read_results, write_results
+from .results import complete_row, read_results, write_results
 from .spec import Campaign
 from .tasks import REPORT_SUFFIX, Task, code_version, error_row, run_name, run_task, task_key
 
@@ -49,11 +49,11 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
             for config in campaign.configs.values():
                 for seed in campaign.seeds_of(config.name):
                     run_config = config.config.replace(seed=seed)
-                    key = task_key(inp.digest, run_config, version)
+                    key = task_key(inp.digest, run_config, version, config.batsim)
                     tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
                                       config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
                                       platform=inp.platform, key=key, nb_jobs=inp.nb_jobs,
-                                      timeout=campaign.task_timeout, run_config=run_config,
+                                      timeout=campaign.task_timeout, run_config=run_config, batsim=config.batsim,
                                       **_checkpoints(campaign, results_dir, key)))
     return tasks
 
@@ -136,7 +136,7 @@ def _row_identity(row: dict) -> tuple:
 def _write_report_file(results_dir: Path, row: dict) -> str:
     name = f"runs/{run_name(row['trace'], row['window'], row['config'], row['seed'])}{REPORT_SUFFIX}"
     (results_dir / "runs").mkdir(exist_ok=True)
-    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True), encoding="utf-8")
+    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return name
 
 
@@ -237,7 +237,7 @@ def _write_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: lis
         elif task.key in failures:
             status, message = failures[task.key]
             rows.append(error_row(task, message, status=status))
-    rows.sort(key=_file_order(campaign))
+    rows = sorted((complete_row(row) for row in rows), key=_file_order(campaign))
     _link_runs(results_dir, cache, tasks, done)
     cache.save_costs()
     write_results(results_dir, rows)

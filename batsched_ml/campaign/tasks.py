@@ -1,6 +1,6 @@
 """One campaign task = one ``batsched-ml simulate`` run, executed on a Dask worker.
 
-The task carries its :class:`~batsched_ml.config.RunConfig` (the one ``simulate`` builds from
+The task carries its :class:`~batsched_ml.config.declare.RunConfig` (the one ``simulate`` builds from
 its flags), builds its scheduler with the same ``compose.build_scheduler`` and scores the run
 with the same ``compute_metrics`` call, so its numbers are those of ``simulate`` for the same
 inputs, bit for bit. It writes nothing outside a temporary directory (in the worker's scratch
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..config import RunConfig
+from ..config.declare import RunConfig
 
 __all__ = ["Task", "TaskTimeout", "run_task", "task_key"]
 
@@ -53,6 +53,7 @@ class Task:
     nb_jobs: int = 0
     timeout: float | None = None  # seconds; not in the key: a limit does not change a finished run
     run_config: RunConfig | None = None  # what is simulated (resolved, with this task's seed)
+    batsim: int = 4  # the Batsim line followed (``simulate --batsim``)
     # where the run writes its outputs and snapshots as it goes (None: a temporary folder, no snapshot);
     # a task run again after a kill resumes from the latest snapshot there (not in the key either)
     checkpoint_dir: str | None = None
@@ -100,9 +101,13 @@ def code_version() -> str:
     return f"{__version__}+{h.hexdigest()[:12]}"
 
 
-def task_key(input_digest: str, config: RunConfig, version: str) -> str:
-    """Cache key: the simulated files, the resolved configuration (seed included) and the code version."""
-    text = json.dumps({"inputs": input_digest, "config": config.to_dict(), "version": version}, sort_keys=True)
+def task_key(input_digest: str, config: RunConfig, version: str, batsim: int = 4) -> str:
+    """Cache key: the simulated files, the resolved configuration (seed included), the Batsim line
+    (a Batsim 4.2.1 run's key is the one it had before there were two) and the code version."""
+    identity = {"inputs": input_digest, "config": config.to_dict(), "version": version}
+    if batsim != 4:
+        identity["batsim"] = batsim
+    text = json.dumps(identity, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -141,11 +146,7 @@ def run_task(task: Task) -> dict:
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
-    from ..compose import build_scheduler
     from ..run_outputs import complete_report
-    from ..runner import simulate
-
-    from ..executor import task_directory
 
     with _run_directory(task) as tmp:
         t0 = time.perf_counter()
@@ -159,8 +160,9 @@ def run_task(task: Task) -> dict:
         wall = time.perf_counter() - t0
         records = merge_attempts(read_jobs_csv(result.jobs_csv))
         metrics = compute_metrics(records, nb_cores=result.schedule.get("nb_computing_machines"))
+        schedule = "_schedule.json.gz" if task.batsim == 5 else "_schedule.csv.gz"  # Batsim's format, our name
         files = {name: gzip.compress(Path(path).read_bytes(), compresslevel=GZIP_LEVEL, mtime=0)
-                 for name, path in (("_jobs.csv.gz", result.jobs_csv), ("_schedule.csv.gz", result.schedule_csv))}
+                 for name, path in (("_jobs.csv.gz", result.jobs_csv), (schedule, result.schedule_file))}
     from .results import FLAT_FROM_METRICS
 
     row = {"trace": task.trace, "window": task.window, "config": task.config, "seed": task.seed,
@@ -171,7 +173,7 @@ def run_task(task: Task) -> dict:
            "key": task.key, "metrics": metrics}
     report = compact(complete_report(scheduler.report(), metrics))
     if report:  # a file next to the run's jobs CSV (results.csv only names it): it may be large
-        files[REPORT_SUFFIX] = json.dumps(report, indent=1, sort_keys=True, default=float).encode("utf-8")
+        files[REPORT_SUFFIX] = (json.dumps(report, indent=1, sort_keys=True, default=float) + "\n").encode("utf-8")
     return {"row": row, "files": files, "resumed_from": resumed}
 
 
@@ -193,15 +195,16 @@ def _simulate(task: Task, prefix: Path, progress):
     """The task's run, from its latest snapshot when it has one: (result, scheduler, simulated date
     resumed from or None)."""
     from ..checkpointing import CheckpointPolicy, Checkpointer, differences, load_run, run_identity
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..runner import in_process, prepare
     from ..snapshot_files import Snapshot, SnapshotError, snapshots_in
 
-    if task.checkpoint_dir is None:
+    if task.checkpoint_dir is None or task.batsim != 4:  # (Batsim 5's kernel cannot pause: no snapshot)
         from ..runner import simulate
 
         scheduler = build_scheduler(task.run_config)
-        return simulate(task.platform, task.workload, scheduler, prefix=prefix, progress=progress)[0], scheduler, None
+        return (simulate(task.platform, task.workload, scheduler, prefix=prefix, progress=progress,
+                         batsim=task.batsim)[0], scheduler, None)
     directory = Path(task.checkpoint_dir) / "snapshots"
     identity = run_identity(task.run_config, task.platform, [task.workload])
     watch = Checkpointer(CheckpointPolicy(str(directory), task.checkpoint_every, task.checkpoint_every_wall, 2),

@@ -57,7 +57,7 @@ def parse_zone_option(value):
     numeric ``TimeZone``, whatever its ``TimeZoneString``: the same calendar shifted by the
     daylight-saving hour, one campaign config for every trace); None = the workload's own
     zone. A bad value raises ValidationError naming the forms."""
-    from ..validation import ValidationError
+    from ..config.validate import ValidationError
     from ..workloads.timezone import resolve_time_zone
 
     if value is None or value == "":
@@ -138,7 +138,7 @@ class CalendarClock:
         zone = parse_zone_option(zone)
         if zone == HEADER_OFFSET:
             if clock.header_offset is None:
-                from ..validation import ValidationError
+                from ..config.validate import ValidationError
 
                 raise ValidationError(f"-o timezone={HEADER_OFFSET}: the workload's swf header has no numeric "
                                       "TimeZone")

@@ -20,11 +20,11 @@ import copy
 import heapq
 import math
 
+from ..config.validate import check_number, finite, positive
 from ..core.job import QUEUED, RUNNING
 from ..core.scheduler import Scheduler
 from ..policies.orders import Policy
 from ..protocol import events as ev
-from ..validation import check_number, finite, positive
 from .features import CalendarClock, parse_zone_option
 from .online import WEEK, OnlineClassification
 
@@ -149,7 +149,7 @@ class ClassifyingScheduler(Scheduler):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
-                             "(batsched_ml.compose builds it so)")
+                             "(batsched_ml.config.compose builds it so)")
         for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
                             ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting)):
             if not isinstance(value, bool):
@@ -160,7 +160,7 @@ class ClassifyingScheduler(Scheduler):
                 != (policy.starvation_threshold, policy.by_probability, policy.head_start)):
             raise ValueError("class_starvation_threshold, order_by_probability and probability_head_start are the "
                              "queue order's: build it as SmallFirst(policy, class_starvation_threshold, "
-                             "order_by_probability, probability_head_start) (batsched_ml.compose does)")
+                             "order_by_probability, probability_head_start) (batsched_ml.config.compose does)")
         if requeue_order not in ("resubmission", "original"):
             raise ValueError(f"requeue_order must be 'resubmission' or 'original', not {requeue_order!r}")
         self.scheduler = scheduler

@@ -7,14 +7,15 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from .. import validation as check
-from ..validation import arg
-from .commands import cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_serve, cmd_simulate
+from ..config import validate as check
+from ..config.validate import arg
+from .commands import (cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_presets, cmd_serve,
+                       cmd_simulate)
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
-    from ..config import add_arguments
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.declare.RunConfig``."""
+    from ..config.declare import add_arguments
 
     add_arguments(parser.add_argument_group("scheduler"))
 
@@ -67,7 +68,10 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+        """``batsched-ml: error: ...`` as every other error (the README's promise), naming the
+        (sub)command whose help to read."""
+        program = self.prog.split()[0]
+        self.exit(2, f"{program}: error: {message} (see: {self.prog} --help)\n")
 
     def parse_known_args(self, args=None, namespace=None):
         """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
@@ -119,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "time, or drop the job")
     p.add_argument("--allow-empty", action="store_true",
                    help="write the workload even when no job of the trace is usable (default: an error, exit 2)")
+    p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
+                   help="the Batsim line of the workload: 4 (4.2.1: delay profiles) or 5 (DelayProfile, and each "
+                   "job's user in its extra_data, the only job member Batsim 5 forwards to the scheduler)")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
@@ -126,8 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "--fork, whose snapshot names it)")
     p.add_argument("-w", "--workload", default=None, action="append",
                    help="Batsim workload (repeatable; required, but with --resume / --fork)")
-    p.add_argument("-e", "--export", default=None, help="output prefix (default out/out; with --resume, the "
-                   "run's own)")
+    p.add_argument("-e", "--export", default=None,
+                   help="output prefix, as Batsim takes it: Batsim 4.2.1 writes PREFIX_jobs.csv (default out/out), "
+                   "Batsim 5 PREFIXjobs.csv (default out/, as rc2); with --resume, the run's own")
+    p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
+                   help="the Batsim line to behave like: 4 (4.2.1, the default until Batsim 5.0 is final) or 5 "
+                   "(5.0.0-rc2: its timing, its workloads (DelayProfile; a 4.2.1 workload is read as its Batsim 5 "
+                   "conversion) and its outputs: jobs.csv, schedule.json; with --connect, batprotocol JSON to the "
+                   "scheduler: init frame, its hello asks for the features, no --enable-dynamic-jobs)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
                    "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
     p.add_argument("--quiet", action="store_true",
@@ -152,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
     p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
+    p.add_argument("--batsim", choices=("4", "5"), default=None,
+                   help="which Batsim connects: 4 (4.2.1, JSON messages, batsim -s ENDPOINT) or 5 (batprotocol "
+                   "JSON, batsim --edc-socket-str ENDPOINT INIT); default: recognised by Batsim's first message")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 
@@ -165,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="machine size, for utilisation (default: the largest core id used + 1)")
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
+    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs")
     p.add_argument("jobs_csv", nargs="+", help="one or more PREFIX_jobs.csv files, one curve each")
     p.add_argument("-o", "--output", required=True, help="image file (format from the suffix: .png, .pdf, .svg)")
     p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
@@ -198,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("presets", help="list the named configurations of --preset: what each expands to, its "
+                       "source (paper and table, or the results file that measured it) and what changed")
+    p.set_defaults(func=cmd_presets)
 
     from ..campaign.cli import add_campaign_commands
 

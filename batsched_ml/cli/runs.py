@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import validation as check
+from ..config import validate as check
 
 DEFAULT_PREFIX = "out/out"
 CHECKPOINT_FLAGS = ("checkpoint_every", "checkpoint_every_wall", "checkpoint_dir", "checkpoint_keep", "stop_at",
@@ -39,6 +39,12 @@ class PlannedRun:
     resumed: bool = False
     window_end: float | None = None  # a fork's: stop once every job submitted before it has ended
 
+    def watching(self):
+        """The watch's signal handlers while the run goes (none without a watch: Batsim 5)."""
+        from contextlib import nullcontext
+
+        return nullcontext() if self.watch is None else self.watch.watching()
+
     def start(self, on_start):
         if self.sim.paused:
             on_start()
@@ -48,13 +54,20 @@ class PlannedRun:
                 self.watch.pause_snapshots = False
                 return run_window(self.sim, self.window_end, self.watch)
             return self.sim.resume(watch=self.watch)
-        from ..runner import in_process
+        from ..runner import transport
 
-        return self.sim.run(in_process(self.core), prefix=self.prefix, on_start=on_start, watch=self.watch)
+        return self.sim.run(transport(self.sim, self.core), prefix=self.prefix, on_start=on_start, watch=self.watch)
 
 
-def plan(args, progress) -> PlannedRun:
-    """The run ``simulate``'s flags describe (not ``--connect``)."""
+def plan(args, progress, line) -> PlannedRun:
+    """The run ``simulate``'s flags describe (not ``--connect``), under Batsim ``line``."""
+    if line.major != 4:
+        given = [f"--{name.replace('_', '-')}" for name in CHECKPOINT_FLAGS if getattr(args, name, None) is not None]
+        if given:
+            from ..simulator.engine import NOT_PAUSABLE
+
+            raise check.ValidationError(f"{given[0]}: " + NOT_PAUSABLE.format(line=line.name))
+        return _fresh(args, progress, line)
     if args.resume and args.fork:
         raise check.ValidationError("--resume continues a run, --fork branches from one: give one of them")
     if args.resume:
@@ -74,9 +87,9 @@ def require_inputs(args) -> None:
 
 
 def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
-    from ..compose import resolve
-    from ..config import RunConfig
+    """The run configuration the flags describe, validated against the plugins (``config.resolve``)."""
+    from ..config.resolve import resolve
+    from ..config.declare import RunConfig
 
     if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
         for item in args.option or []:
@@ -118,24 +131,28 @@ def _lazy(make):
     return describe
 
 
-def _fresh(args, progress) -> PlannedRun:
+def _fresh(args, progress, line=None) -> PlannedRun:
     from ..checkpointing import Checkpointer
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..runner import prepare
 
     require_inputs(args)
     config = run_config(args)
     scheduler = build_scheduler(config)
     prefix = args.export or DEFAULT_PREFIX
-    check.output_prefix(prefix)
-    sim, core = prepare(args.platform, args.workload, scheduler, dynamic_jobs=args.dynamic_jobs, progress=progress)
-    describe = _lazy(lambda: identity_of(config, args.platform, args.workload, args.dynamic_jobs, prefix))
-    watch = Checkpointer(_policy(args, prefix), describe, until=args.stop_at)
+    check.output_prefix(prefix, separator="_" if line is None else line.file_separator)
+    sim, core = prepare(args.platform, args.workload, scheduler, dynamic_jobs=args.dynamic_jobs, progress=progress,
+                        batsim=4 if line is None else line)
+    if line is not None and line.major != 4:  # its kernel cannot pause: no snapshot, even on a signal
+        watch = None
+    else:
+        describe = _lazy(lambda: identity_of(config, args.platform, args.workload, args.dynamic_jobs, prefix))
+        watch = Checkpointer(_policy(args, prefix), describe, until=args.stop_at)
     return PlannedRun(sim, core, scheduler, config, prefix, watch, {}, args.platform, args.workload)
 
 
 def scheduler_flags_given(args) -> bool:
-    from ..config import settings
+    from ..config.declare import settings
 
     return bool(getattr(args, "option", None)) or any(getattr(args, name, None) not in (None, False)
                                                        for name in settings())
@@ -153,9 +170,13 @@ def load_snapshot(path):
 
 
 def recorded_config(run: dict):
-    from ..config import RunConfig
+    from ..config.declare import RunConfig
 
-    return RunConfig(**run["config"])
+    values = dict(run["config"])
+    options = values.get("options") or {}
+    order = [k for k in run.get("options_order", ()) if k in options]
+    values["options"] = {**{k: options[k] for k in order}, **options}  # as given (the label lists them so)
+    return RunConfig(**values)
 
 
 def inputs_for(args, run: dict) -> tuple:
@@ -175,7 +196,7 @@ def inputs_for(args, run: dict) -> tuple:
 
 def _resumed(args, progress) -> PlannedRun:
     from ..checkpointing import Checkpointer, differences, load_run
-    from ..compose import resolve
+    from ..config.resolve import resolve
     from ..snapshot_files import SnapshotError
 
     snapshot = load_snapshot(args.resume)
@@ -219,7 +240,7 @@ def _forked(args, progress) -> PlannedRun:
     over or why it starts fresh (also in PREFIX_run.json under ``fork``). The outputs start as the
     snapshot's run's jobs file up to the snapshot."""
     from ..checkpointing import Checkpointer, differences, load_run
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
     from ..forking import fork
     from ..snapshot_files import SnapshotError
 

@@ -42,6 +42,10 @@ class Context:
     ``decisions`` (taken so far in this pass). Do: ``execute``, ``reject``, ``kill``,
     ``call_me_later``, ``requeue`` (after a kill), ``notify``, ``set_metadata``. Mappings are
     the decision core's own: read them, never change them.
+
+    Decisions take effect in what the context shows at once: a job given to ``execute`` is in
+    ``running`` with its ``start_time`` (``now``) and its cores taken from ``machine``, so a
+    pass that starts the head and then computes a shadow time from ``running`` counts it.
     """
 
     def __init__(self, core):

@@ -16,9 +16,9 @@ import numpy as np
 from ..classifiers.features import CalendarClock, FeatureTable, parse_zone_option
 from ..classifiers.models import leaf_of, tree_lists
 from ..classifiers.scheduler import WEEK
+from ..config.validate import finite, positive, positive_int
 from ..incremental import AppendOnlyList
 from ..stopwatch import Stopwatch
-from ..validation import finite, positive, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 

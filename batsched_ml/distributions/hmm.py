@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
+from ..config.validate import ValidationError, non_negative, positive, positive_int
 from ..incremental import JournaledDict
-from ..validation import ValidationError, non_negative, positive, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 

@@ -1,7 +1,7 @@
 """Runtime predictors and corrections: EASY++ (Tsafrir et al.) and E-Loss regression (Gaussier et al.).
 
 An :class:`Estimator` joins a predictor and an optional correction; the composer
-(``batsched_ml.compose``) builds it from ``--predictor`` / ``--correction`` /
+(``batsched_ml.config.compose``) builds it from ``--predictor`` / ``--correction`` /
 ``--correction-timing`` and gives it to the scheduler, which drives it:
 
 * at submission the predictor's prediction, clipped to ``[1 s, walltime]``,
@@ -25,7 +25,7 @@ An :class:`Estimator` joins a predictor and an optional correction; the composer
 * at each completion (successful or walltime-reached) the predictor learns
   the actual runtime ``end - start`` (``partial_fit``).
 
-Named configurations (flags of ``batsched-ml simulate``, fields of ``config.RunConfig``):
+Named configurations (flags of ``batsched-ml simulate``, fields of ``config.declare.RunConfig``):
 
 * EASY++ (Tsafrir, Etsion & Feitelson 2007):
   ``--predictor ave2 --correction incremental --backfill-order sjbf``
@@ -35,7 +35,7 @@ Named configurations (flags of ``batsched-ml simulate``, fields of ``config.RunC
   for EASY-SJBF clairvoyant).
 
 Predictors: ``requested``, ``clairvoyant``, ``ave2``, ``eloss``; corrections:
-``requested``, ``incremental``, ``doubling`` (plugins, see ``plugins.py``).
+``requested``, ``incremental``, ``doubling`` (plugins, see ``batsched_ml/config/plugins.py``).
 """
 
 from __future__ import annotations

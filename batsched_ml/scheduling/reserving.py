@@ -7,10 +7,10 @@ import heapq
 import math
 from operator import attrgetter
 
+from ..config.validate import non_negative
 from ..core.job import RUNNING
 from ..core.scheduler import Context
 from .base import QueueScheduler
-from ..validation import non_negative
 from .core_profile import CoreProfile
 from .profile import CountProfile, Placement
 

@@ -1,7 +1,8 @@
-"""An event-driven simulator that behaves like Batsim 4.2.1 towards its scheduler.
+"""An event-driven simulator that behaves like Batsim towards its scheduler: Batsim 4.2.1 by
+default, Batsim 5.0.0-rc2 with ``line=BATSIM_5``.
 
 The timing of everything the scheduler sees comes from Batsim's actors and the one server
-actor they talk to; this package replays that model in three parts:
+actor they talk to; this package replays that model in four parts:
 
 * ``actors``: the latencies of Batsim's internal messages (``Latency``; the defaults are those
   of a cluster platform with 50 us links and a 500 us backbone, like the golden runs), the
@@ -9,8 +10,10 @@ actor they talk to; this package replays that model in three parts:
 * ``batsim_server``: the server during one run (its state in one ``BatsimServer``): it gathers
   events, calls the scheduler when Batsim would, and applies each decision with the rules of
   ``checks`` (where Batsim would abort, ``SimulationError``);
+* ``lines``: what differs between Batsim 4.2.1 and 5.0.0-rc2 (dates in messages, the first and
+  last message, calls, registered jobs, output files); the actors and latencies are the same;
 * this module: the ``Simulator`` (the machine and the workloads' jobs) and the run loop, which
-  writes Batsim's output files, whole or, after an early stop, as far as known.
+  writes Batsim's output files (``outputs``), whole or, after an early stop, as far as known.
 
 ``NO_LATENCY`` gives the idealised model: whatever happens at one instant reaches the
 scheduler in one message. The scheduler is any callable ``(now, events) -> (reply_now,
@@ -20,31 +23,32 @@ decisions)``: the in-process decision core or a remote one behind ZeroMQ.
 from __future__ import annotations
 
 import gc
-import heapq
 import pickle
 import time
 
+from ..config.validate import machine_size
 from ..incremental import AppendOnlyList
 from ..protocol import events as ev
 from ..snapshot_files import Snapshot, SnapshotError
-from ..validation import machine_size
+from ..workloads.batsim5 import as_v5, typed_job, typed_profiles
 from . import snapshots
-from .actors import BATSIM_LATENCY, NO_LATENCY, Latency, Submitter, ns
+from .actors import BATSIM_LATENCY, NO_LATENCY, Latency, ns
 from .batsim_server import BatsimServer
 from .checks import SimulationError
-from .outputs import JobsTracer
+from .lines import BATSIM_4, BATSIM_5, BatsimLine
+from .outputs import JobsTracer, JobsTracer5
 from .records import PartialOutputs, SimJob, SimStatus, SimulationResult
 
-__all__ = ["BATSIM_LATENCY", "NO_LATENCY", "Latency", "PartialOutputs", "SimJob", "SimStatus",
-           "SimulationError", "SimulationResult", "Simulator", "Snapshot", "SnapshotError", "Watch"]
+__all__ = ["BATSIM_4", "BATSIM_5", "BATSIM_LATENCY", "NO_LATENCY", "BatsimLine", "Latency", "PartialOutputs",
+           "SimJob", "SimStatus", "SimulationError", "SimulationResult", "Simulator", "Snapshot", "SnapshotError",
+           "Watch"]
 
 
 KEEP = object()  # Simulator.from_snapshot: the outputs go on in the run's own files
-
-
-def _output(prefix: str | None, kind: str) -> str | None:
-    """``PREFIX_jobs.csv`` / ``PREFIX_schedule.csv`` (None without a prefix: rows kept in memory)."""
-    return None if prefix is None else f"{prefix}_{kind}.csv"
+# Batsim 5's kernel (kernel, actors5) runs a simulation to its end in one call, its actors generators
+# (their suspended frames do not pickle): no pause, so no snapshot
+NOT_PAUSABLE = ("snapshots, checkpoints, --stop-at, --resume and --fork are for Batsim 4.2.1 runs: the Batsim "
+                "{line} line's kernel (a re-creation of SimGrid's) runs to the end in one go and cannot pause")
 
 
 def _compute_resources(names) -> list:
@@ -95,23 +99,37 @@ class Simulator:
     """The machine and the workloads' jobs; ``run`` simulates them with one scheduler."""
 
     def __init__(self, nb_hosts: int, workloads, *, host_names=None, dynamic_jobs: bool = False,
-                 profile_reuse: bool = False, progress=None, latency: Latency = BATSIM_LATENCY):
-        """``workloads``: list of (name, Batsim workload dict); names are ``w0``, ``w1``... in Batsim."""
+                 profile_reuse: bool = False, acknowledge_dynamic_jobs: bool = False, progress=None,
+                 latency: Latency = BATSIM_LATENCY, line: BatsimLine = BATSIM_4):
+        """``workloads``: list of (name, Batsim workload dict); names are ``w0``, ``w1``... in Batsim.
+        ``line``: the Batsim release to behave like (``lines``); under Batsim 5 a 4.2.1 workload
+        is read as its Batsim 5 conversion (``workloads.batsim5.as_v5``), and
+        ``acknowledge_dynamic_jobs`` (a feature the scheduler asks for) answers each registered
+        job with a JOB_SUBMITTED."""
         self.nb_hosts = machine_size(nb_hosts, "nb_hosts")
         self.host_names = host_names or [f"node{i}" for i in range(nb_hosts)]
         self.dynamic_jobs = dynamic_jobs
         self.profile_reuse = profile_reuse
+        self.acknowledge_dynamic_jobs = acknowledge_dynamic_jobs
         self.progress = progress
         self.latency = latency
+        self.line = line
+        if line.major == 5:
+            workloads = [(name, as_v5(w, w.get("source", name))) for name, w in workloads]
+            self.profiles = {name: typed_profiles(w, w.get("source", name)) for name, w in workloads}
+        else:
+            self.profiles = {name: dict(w.get("profiles", {})) for name, w in workloads}
         self.workloads = list(workloads)
-        self.profiles = {name: dict(w.get("profiles", {})) for name, w in self.workloads}
         # (workload, name, profile) of REGISTER_PROFILE, in order
         self.registered_profiles: AppendOnlyList = AppendOnlyList()
         self.jobs: dict[str, SimJob] = {}
         self.static: dict[str, list[SimJob]] = {}
         for name, workload in self.workloads:
             jobs = [self.make_job(name, data) for data in workload["jobs"]]
-            jobs.sort(key=lambda j: j.subtime)  # stable: equal subtimes keep the workload's order
+            if line.major == 5:  # rc2 submits jobs of equal subtimes in the order of their ids' text
+                jobs.sort(key=lambda j: (j.subtime, j.id))
+            else:  # stable: equal subtimes keep the workload's order
+                jobs.sort(key=lambda j: j.subtime)
             self.static[name] = jobs
         self.nb_static = sum(len(j) for j in self.static.values())
         # one run's state (``run``): its server, outputs, whether it ended, wall time of earlier sessions
@@ -124,25 +142,41 @@ class Simulator:
         self._wall_before = 0.0
         self._session_start = 0.0
         self._static_ids: frozenset | None = None
+        self._end_date = 0  # the platform's date at the end of the run
         self._snapshot_cache = snapshots.SnapshotCache()  # frames earlier snapshots wrote (not stored)
 
     def make_job(self, workload: str, data: dict) -> SimJob:
-        """A job of the workloads or registered during the run (``REGISTER_JOB``), its id unique."""
+        """A job of the workloads or registered during the run (``REGISTER_JOB``), its id unique.
+        Under Batsim 5 a profile may be another workload's, named ``workload!name``."""
         job_id = f"{workload}!{data['id']}"
         if job_id in self.jobs:
             raise SimulationError(f"job {job_id} is defined twice")
         profile_name = data["profile"]
-        profile = self.profiles[workload].get(profile_name)
+        owner, name = workload, profile_name
+        if self.line.major == 5 and "!" in profile_name:
+            owner, _, name = profile_name.partition("!")
+        profile = self.profiles.get(owner, {}).get(name)
         if profile is None:
             raise SimulationError(f"job {job_id} uses undefined profile {profile_name!r}")
         walltime = data.get("walltime", -1)
-        wire = dict(data)
-        wire["id"] = job_id
+        if self.line.major == 5:
+            wire = typed_job(job_id, data)
+        else:
+            wire = dict(data)
+            wire["id"] = job_id
         job = SimJob(job_id, workload, profile_name, profile, float(data.get("subtime", 0.0)),
                      -1.0 if walltime is None else float(walltime), int(data["res"]), wire)
         job.subtime_ns = ns(job.subtime)
         self.jobs[job_id] = job
         return job
+
+    def output(self, prefix: str | None, name: str) -> str | None:
+        """The path of one of Batsim's output files (None without a prefix: rows kept in memory)."""
+        return None if prefix is None else self.line.output(prefix, name)
+
+    def _tracer(self, prefix):
+        tracer = JobsTracer5 if self.line.major == 5 else JobsTracer
+        return tracer(self.nb_hosts, path=self.output(prefix, "jobs.csv"))
 
     def run(self, scheduler, prefix: str | None = None, on_start=None, *, until: float | None = None,
             watch: Watch | None = None) -> SimulationResult | None:
@@ -159,11 +193,13 @@ class Simulator:
         if self._server is not None:
             raise RuntimeError("this Simulator has run already: build another one, or resume() a paused run")
         self._session_start = time.perf_counter()
-        server = BatsimServer(self, scheduler, self.latency)
+        server = BatsimServer(self, scheduler, self.line.platform(self.latency))
+        if (until is not None or watch is not None) and not hasattr(server.platform, "advance"):
+            raise SnapshotError(NOT_PAUSABLE.format(line=self.line.name))
         self._server, self._prefix = server, prefix
         self._in_loop = True  # (SIMULATION_BEGINS is sent now: no snapshot inside it either)
         try:
-            server.tracer = JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
+            server.tracer = self._tracer(prefix)
             if on_start is not None:
                 on_start()
             self._begin(server)
@@ -289,7 +325,7 @@ class Simulator:
         sim._pause_date = ns(snapshot.sim_time)
         tracer = sim._server.tracer
         if prefix is not KEEP and prefix != sim._prefix:
-            tracer.continue_file(_output(prefix, "jobs"))
+            tracer.continue_file(sim.output(prefix, "jobs.csv"))
             sim._prefix = prefix
         else:
             tracer.continue_file()
@@ -305,42 +341,34 @@ class Simulator:
         """Wall-clock seconds spent simulating this run, over every session that ran it."""
         return self._wall_before + time.perf_counter() - self._session_start
 
-    def _begin(self, server: BatsimServer) -> None:
-        """The first events: the submitters start and SIMULATION_BEGINS is sent."""
-        net = server.net
-        for jobs in self.static.values():
-            Submitter(net, jobs).start(0)
-        server.begin(ev.SimulationBegins(
+    def _begins(self) -> ev.SimulationBegins:
+        return ev.SimulationBegins(
             0.0, nb_resources=self.nb_hosts, nb_compute_resources=self.nb_hosts,
             allow_compute_sharing=False,
-            config={"dynamic-jobs-enabled": self.dynamic_jobs, "dynamic-jobs-acknowledged": False,
+            config={"dynamic-jobs-enabled": self.dynamic_jobs,
+                    "dynamic-jobs-acknowledged": self.acknowledge_dynamic_jobs,
                     "profile-reuse-enabled": self.profile_reuse, "profiles-forwarded-on-submission": False},
             compute_resources=_compute_resources(self.host_names),
             workloads={name: w.get("source", name) for name, w in self.workloads},
-            profiles={name: dict(p) for name, p in self.profiles.items()}))
+            profiles={name: dict(p) for name, p in self.profiles.items()})
+
+    def _begin(self, server: BatsimServer) -> None:
+        """The first events (a platform that pauses: Batsim 4.2.1's): submitters, SIMULATION_BEGINS."""
+        if hasattr(server.platform, "advance"):
+            server.platform.begin(server, self._begins(), list(self.static.values()))
 
     def _simulate(self, server: BatsimServer, watch: Watch) -> bool:
-        """The event loop: the earliest of the sleeping actors and the message in transit (a
-        sleeper first at equal dates, as in SimGrid), until nothing is left (False) or ``watch``
-        pauses the run before the event of a date (True). Between two events the whole run is
-        in its objects: the watch may snapshot it there."""
-        net = server.net
-        sleeping = net.sleeping
-        while True:
-            transit = net.in_transit
-            if sleeping and (transit is None or sleeping[0][0] <= transit[0]):
-                if sleeping[0][0] >= watch.at and self._look(watch, sleeping[0][0]):
-                    return True
-                now, _, action = heapq.heappop(sleeping)
-                server.now = now
-                action(now)
-            elif transit is not None:
-                if transit[0] >= watch.at and self._look(watch, transit[0]):
-                    return True
-                now = server.now = transit[0]
-                server.receive(now, transit)
-            else:
-                return False
+        """The platform's events until nothing is left (False) or ``watch`` pauses the run before
+        the event of a date (True). Between two events the whole run is in its objects: the
+        watch may snapshot it there. (Batsim 5's kernel runs to the end in one go.)"""
+        platform = server.platform
+        if not hasattr(platform, "advance"):
+            self._end_date = platform.run(server, self._begins(), list(self.static.values()))
+            return False
+        if platform.advance(watch, self._look):
+            return True
+        self._end_date = server.now
+        return False
 
     def _look(self, watch: Watch, t: int) -> bool:
         """The watch's turn, at a point where the run may be snapshotted."""
@@ -354,11 +382,11 @@ class Simulator:
         """After the last event: (error or None, jobs left unfinished)."""
         self._ended = True
         unfinished = [j for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING")]
-        return server.end(server.now), unfinished
+        return server.end(self._end_date), unfinished
 
     def _finish(self, server: BatsimServer, prefix, unfinished) -> SimulationResult:
         """The end of a run: jobs left unfinished written, both files closed, the result."""
-        end_time = server.now / 1e9
+        end_time = server.platform.seconds(server.now)
         tracer = server.tracer
         for job in unfinished:
             tracer.unfinished(job)
@@ -370,25 +398,25 @@ class Simulator:
                                   messages=server.messages)
         tracer.close()
         if prefix is not None:
-            result.jobs_csv, result.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
-            tracer.write_schedule(result.schedule_csv, schedule)
+            result.jobs_csv = self.output(prefix, "jobs.csv")
+            result.schedule_file = tracer.write_summary(lambda name: self.output(prefix, name), schedule)
         return result
 
     def _finish_partial(self, server: BatsimServer, prefix) -> PartialOutputs:
         """After an early stop: close the jobs file (the jobs that ended) and write the schedule
         file as of now. Jobs still queued or running are not written (they have no final state)."""
-        end_time = server.now / 1e9
+        end_time = server.platform.seconds(server.now)
         pending = sum(1 for j in self.jobs.values() if j.state in ("SUBMITTED", "RUNNING"))
         not_submitted = sum(1 for j in self.jobs.values() if j.state == "NOT_SUBMITTED")
         partial = PartialOutputs(end_time, 0, pending, not_submitted)
         try:
-            tracer = server.tracer or JobsTracer(self.nb_hosts, path=_output(prefix, "jobs"))
+            tracer = server.tracer or self._tracer(prefix)
             partial.jobs_written = tracer.nb_jobs
             tracer.close()
             if prefix is not None:
-                partial.jobs_csv, partial.schedule_csv = _output(prefix, "jobs"), _output(prefix, "schedule")
+                partial.jobs_csv = self.output(prefix, "jobs.csv")
                 schedule = tracer.schedule_values(end_time, server.scheduling_time, self.wall_time())
-                tracer.write_schedule(partial.schedule_csv, schedule)
+                partial.schedule_file = tracer.write_summary(lambda name: self.output(prefix, name), schedule)
         except OSError:  # the disk itself may be the problem: keep the original error
             pass
         return partial
