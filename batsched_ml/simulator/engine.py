@@ -69,7 +69,7 @@ def _compute_resources(names) -> list:
 
 class Watch:
     """When the run loop stops to look: before an event of a date ``>= at`` (ns) it calls
-    :meth:`reached`, which may snapshot the run and says whether to pause there. ``alert()``
+    ``reached``, which may snapshot the run and says whether to pause there. ``alert()``
     (from a signal handler or another thread) makes the loop look at its next event.
     This one pauses at ``until`` (seconds; None: never)."""
 
@@ -183,13 +183,13 @@ class Simulator:
         """Simulate to the end; with ``prefix``, write ``PREFIX_jobs.csv`` (streamed as jobs end)
         and ``PREFIX_schedule.csv``. If anything stops the run early (an error, Ctrl-C), both
         files are still finished with what is known and the exception carries a
-        :class:`PartialOutputs` as ``partial_outputs`` before it propagates. ``on_start()`` runs
+        ``PartialOutputs`` as ``partial_outputs`` before it propagates. ``on_start()`` runs
         once the jobs file is open, before the first event: whatever it writes (the CLI's
         ``PREFIX_run.json``) is never left without both files.
 
         ``until`` (simulated seconds): pause before the first event at or after that date and
-        return None; :meth:`snapshot` then captures the run and :meth:`resume` continues it.
-        ``watch``: a :class:`Watch` the loop consults at its dates (checkpoints, signals)."""
+        return None; ``snapshot`` then captures the run and ``resume`` continues it.
+        ``watch``: a ``Watch`` the loop consults at its dates (checkpoints, signals)."""
         if self._server is not None:
             raise RuntimeError("this Simulator has run already: build another one, or resume() a paused run")
         self._session_start = time.perf_counter()
@@ -210,7 +210,7 @@ class Simulator:
         return self._advance(until, watch)
 
     def resume(self, until: float | None = None, watch: Watch | None = None) -> SimulationResult | None:
-        """Continue a paused run (``run(until=...)``, :meth:`from_snapshot`): to its end (the
+        """Continue a paused run (``run(until=...)``, ``from_snapshot``): to its end (the
         result), or to the next pause (None)."""
         if not self.paused:
             raise RuntimeError("resume() continues a paused run: this one is not paused")
@@ -289,8 +289,8 @@ class Simulator:
     # ------------------------------------------------------------ snapshots
     def snapshot(self, date: int | None = None) -> Snapshot:
         """The run as it is now, paused (``run(until=...)``) or at a watch's turn: a
-        :class:`~batsched_ml.snapshot_files.Snapshot` whose header says where it stopped and whose
-        payload :meth:`from_snapshot` loads. Only a run whose scheduler is in this process (the
+        ``Snapshot`` whose header says where it stopped and whose
+        payload ``from_snapshot`` loads. Only a run whose scheduler is in this process (the
         decision core, not ``--connect``) can be snapshotted: the scheduler's state is part of it.
         ``date`` (ns, default the last event's): the simulated date it is recorded at, any date
         after the last event and up to the next one (a pause's, a checkpoint's)."""
@@ -302,10 +302,18 @@ class Simulator:
         counts = {"running": server.nb_running, "ended": server.nb_ended,
                   "queued": server.nb_submitted - server.nb_ended - server.nb_running,
                   "not_submitted": self.nb_static - (server.nb_submitted - server.nb_registered)}
+        # the cyclic collector paused: the pickler's memo keeps a tuple per object until it is done,
+        # enough to set off full collections over the run's whole heap (0.2-1 CPU s, one snapshot
+        # in ten on CTC-SP2) for objects that are all freed by reference counting right after
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             payload, frames = snapshots.dumps(self, self._snapshot_cache)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise SnapshotError(f"this run cannot be snapshotted (its scheduler does not pickle: {exc})") from None
+        finally:
+            if collecting:
+                gc.enable()
         date = server.now if date is None else max(date, server.now)
         header = {"sim_time": date / 1e9, "last_event_ns": server.now, "jobs": counts,
                   "outputs": self._prefix, "simulator_state": snapshots.PROTOCOL}
@@ -314,7 +322,7 @@ class Simulator:
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot, nb_hosts: int, workloads, *, host_names=None, progress=None,
                       prefix=KEEP) -> "Simulator":
-        """The run of ``snapshot``, paused where it was taken: :meth:`resume` continues it. The
+        """The run of ``snapshot``, paused where it was taken: ``resume`` continues it. The
         inputs (``nb_hosts``, ``workloads``, ``host_names`` as for the constructor) must be those
         of the run (checked: machine size and number of jobs per workload; the CLI also checks the
         files' digests). ``prefix``: where the outputs go on, by default the run's own files (the
