@@ -1,16 +1,16 @@
 """Checkpoints of embedded-simulator runs (issue 42): when a run writes its snapshots, what
 identifies the run a snapshot continues, and loading one to resume that run unchanged.
 
-* :class:`Checkpointer` is the run loop's watch (``Simulator.run(watch=...)``): a snapshot every
+* ``Checkpointer`` is the run loop's watch (``Simulator.run(watch=...)``): a snapshot every
   ``every`` seconds of simulated time and/or ``every_wall`` seconds of wall-clock time, and one
   when SIGINT / SIGTERM stops the run (the signal is held back until the loop is between two
   events, where the whole run is in its objects). Snapshots go to a folder (by default
   ``PREFIX_checkpoints`` beside the outputs), atomically, the ``keep`` latest kept.
-* :func:`run_identity` is what a snapshot's header records of its run: the configuration, the
+* ``run_identity`` is what a snapshot's header records of its run: the configuration, the
   inputs' digests, the version of batsched-ml and a digest of its code, the plugins'
-  distributions. :func:`differences` says, one item each, what a resumption would change: a
+  distributions. ``differences`` says, one item each, what a resumption would change: a
   resumed run is byte-identical to the run never interrupted only if nothing did.
-* :func:`load_run` rebuilds the paused run of a snapshot from its inputs, checked.
+* ``load_run`` rebuilds the paused run of a snapshot from its inputs, checked.
 
 Forking a snapshot into another configuration is ``forking``'s.
 """
@@ -61,7 +61,7 @@ class Checkpointer(Watch):
     """The watch of a checkpointed run (``Simulator.run(watch=...)``): snapshots by simulated
     time, wall-clock time and on SIGINT / SIGTERM, each with ``describe()`` (the run's identity)
     in its header. Also pauses the run at ``until`` (simulated seconds), with a snapshot. Use within
-    :meth:`watching`, which holds the signals back and runs the wall-clock timer."""
+    ``watching``, which holds the signals back and runs the wall-clock timer."""
 
     def __init__(self, policy: CheckpointPolicy, describe, *, start: float = 0.0, until: float | None = None):
         super().__init__(until)
@@ -248,7 +248,7 @@ def recorded_inputs(header: dict) -> tuple:
 
 def load_run(snapshot: Snapshot, platform, workloads, *, prefix=None, progress=None):
     """The paused run of ``snapshot``, from its inputs (``platform`` / ``workloads`` as for
-    ``runner.simulate``; the caller checked them with :func:`differences`); ``prefix`` None: the
+    ``runner.simulate``; the caller checked them with ``differences``); ``prefix`` None: the
     outputs go on in the run's own files."""
     from .runner import load_inputs
 

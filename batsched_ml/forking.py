@@ -6,10 +6,10 @@ machine, the ended jobs as they ended, the running jobs on their cores with thei
 the queued jobs in their order, the kills and calls awaited) and its scheduler is handed the jobs
 (``Scheduler.on_job_adopted``). What each component of the new configuration takes over from the
 snapshot's is its own decision (``Scheduler.fork_from``, ``Params.fork_from``) and is always said:
-:func:`fork` returns a sentence per component. The simulator's side of the run -- jobs still to
+``fork`` returns a sentence per component. The simulator's side of the run -- jobs still to
 be submitted, messages in transit, the jobs file so far -- goes on unchanged.
 
-A fork's *window* (:func:`run_window`) makes branches comparable: each runs until every job
+A fork's *window* (``run_window``) makes branches comparable: each runs until every job
 submitted before the window's end has ended; the jobs compared are those that had not started at
 the fork (``starting_time`` at or after it in the jobs file).
 """

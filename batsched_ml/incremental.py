@@ -3,13 +3,13 @@
 A long run keeps histories that only grow -- training rows, per-job records, the profiles of every
 job submitted, a learner's per-slice counts. Pickled whole, each snapshot would cost time and
 space in proportion to the run's length. These containers say what changed since a given point
-(:meth:`Incremental.version`, :meth:`Incremental.changes_since`) and are rebuilt from those pieces
-in order (:meth:`Incremental.rebuilt`): a snapshot stores, once each, the pieces that appeared
+(``Incremental.version``, ``Incremental.changes_since``) and are rebuilt from those pieces
+in order (``Incremental.rebuilt``): a snapshot stores, once each, the pieces that appeared
 since the previous snapshot, and refers to them afterwards (``simulator.snapshots``).
 
-* :class:`AppendOnlyList`: a list that is only appended to (``append``, ``extend``, ``+=``);
-* :class:`JournaledDict`: a dict whose keys are never removed; assigning a key records it, and a
-  value changed in place is recorded with :meth:`JournaledDict.touch` (forgetting to touch it would
+* ``AppendOnlyList``: a list that is only appended to (``append``, ``extend``, ``+=``);
+* ``JournaledDict``: a dict whose keys are never removed; assigning a key records it, and a
+  value changed in place is recorded with ``JournaledDict.touch`` (forgetting to touch it would
   resume a run with the old value: the snapshot property tests compare resumed runs byte for byte).
 
 Operations that would change what an earlier snapshot already holds (removing, reordering,
@@ -40,7 +40,7 @@ class Incremental:
         raise NotImplementedError
 
     def incremental_state(self):
-        """What else the container holds (small: pickled with each snapshot), for :meth:`rebuilt`."""
+        """What else the container holds (small: pickled with each snapshot), for ``rebuilt``."""
         return None
 
     @classmethod
@@ -78,7 +78,7 @@ class AppendOnlyList(list, Incremental):
 
 class JournaledDict(dict, Incremental):
     """A dict whose keys stay: each assignment is journaled, and so is each value changed in place
-    once :meth:`touch` says so. Its pieces: the keys changed, with their values then, in the order
+    once ``touch`` says so. Its pieces: the keys changed, with their values then, in the order
     first changed (a new key's first change is its insertion: the rebuilt dict has the same order)."""
 
     def __init__(self, *args, **kwargs):

@@ -6,7 +6,7 @@
 * :func:`note_kept` lets the code that was interrupted attach what it kept (a campaign's
   stored tasks, learn-policy's scored tuples), and :func:`report` prints the one line and
   returns the exit code (130 for Ctrl-C, 143 for SIGTERM, the shells' 128 + signal).
-* :func:`deferred` holds SIGINT / SIGTERM back inside a loop that must stop at a point of its
+* ``deferred`` holds SIGINT / SIGTERM back inside a loop that must stop at a point of its
   choosing (a simulation writing its snapshot between two events): the signal is recorded and
   the loop alerted; a second signal later than ``REPEAT_GRACE`` raises at once.
 * :func:`start_shielded` runs a start-up that spawns worker processes (a local Dask cluster)
@@ -72,7 +72,7 @@ def signals_raise_once() -> Callable[[], None]:
 
 
 class DeferredStop:
-    """The stop a :func:`deferred` block received: ``exception`` (None until a signal came)."""
+    """The stop a ``deferred`` block received: ``exception`` (None until a signal came)."""
 
     def __init__(self):
         self.exception: KeyboardInterrupt | None = None
@@ -82,7 +82,7 @@ class DeferredStop:
 @contextmanager
 def deferred(alert: Callable[[], None]) -> Iterator[DeferredStop]:
     """Within the block, SIGINT and SIGTERM raise nothing where the code happens to be: the stop is
-    recorded in the yielded :class:`DeferredStop` and ``alert()`` is called, for the code to stop at
+    recorded in the yielded ``DeferredStop`` and ``alert()`` is called, for the code to stop at
     a point of its choosing and raise ``stop.exception`` itself. The same signal again within
     ``REPEAT_GRACE`` s is the same stop; a later one raises at once (the code did not come back).
     Outside the main thread, signals are not ours to handle: nothing is deferred."""

@@ -78,7 +78,7 @@ def load_inputs(platform, workloads):
 def prepare(platform, workloads, scheduler, *, dynamic_jobs: bool | None = None, progress=None, latency=None,
             batsim=4):
     """``(Simulator, DecisionCore)`` of ``scheduler`` on a platform file (or host count) and
-    workload files or dicts, ready to ``run`` with ``transport(sim, core)`` (see :func:`simulate`)."""
+    workload files or dicts, ready to ``run`` with ``transport(sim, core)`` (see ``simulate``)."""
     from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, Simulator
     from .simulator.lines import line_of
 
@@ -102,7 +102,7 @@ def prepare(platform, workloads, scheduler, *, dynamic_jobs: bool | None = None,
 
 
 def transport(sim, core: DecisionCore) -> InProcess:
-    """The in-process transport of a run :func:`prepare` built (acknowledging what its Batsim line does)."""
+    """The in-process transport of a run ``prepare`` built (acknowledging what its Batsim line does)."""
     return InProcess(core, sim.acknowledge_dynamic_jobs)
 
 

@@ -24,7 +24,7 @@ share a home directory -- else a random key created on first use in
 
 **Atomic writes.** A snapshot is written to a temporary file beside its destination, synced, then
 renamed over it: a process killed at any moment leaves the previous complete file, never a torn one.
-:func:`keep_last` keeps the K latest snapshots of a folder.
+``keep_last`` keeps the K latest snapshots of a folder.
 
 Standard library only: a bottom-layer module (the simulator, the CLI and campaigns use it).
 """

@@ -201,7 +201,7 @@ class FeatureTable:
     """Incremental category histories; ``features(job, divider)`` is O(log n).
 
     ``runtimes``: also keep a per-user category (every job of the user) and append
-    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: :meth:`against` may recompute
+    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: ``against`` may recompute
     past rows' lags and shares. Every added runtime is kept in order with its category (the
     table is their replay): a snapshot writes each addition once, and loading replays them.
     """

@@ -1,7 +1,7 @@
 """How ``simulate`` starts an in-process run (issue 42): afresh, or from a snapshot, resumed
 (``--resume``: the same run, byte-identical to it never interrupted; anything that would make it
 another run is refused in one line) or forked (``--fork``: another configuration from the
-snapshot's system state). Each gives a :class:`PlannedRun`: the simulator to run or resume, its
+snapshot's system state). Each gives a ``PlannedRun``: the simulator to run or resume, its
 decision core and scheduler, and the checkpointing watch, which writes a snapshot on SIGINT /
 SIGTERM in every case and more with ``--checkpoint-every`` / ``--checkpoint-every-wall``.
 

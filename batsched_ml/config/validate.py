@@ -146,7 +146,7 @@ def duration(text, name: str, meaning: str = "", zero: bool = False) -> float:
 
 
 def duration_arg(name: str, meaning: str = "", zero: bool = False):
-    """An argparse ``type=`` callable for :func:`duration`."""
+    """An argparse ``type=`` callable for ``duration``."""
 
     def parse(text: str) -> float:
         try:

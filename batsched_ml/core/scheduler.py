@@ -219,7 +219,7 @@ class Scheduler:
     def fork_from(self, previous: "Scheduler") -> dict:
         """A run forks from a snapshot (``simulate --fork``) into this scheduler; ``previous`` is the
         snapshot's scheduler. Called once the simulation has begun for this one and before the
-        run's jobs are handed over (:meth:`on_job_adopted`). Each component takes over what it can
+        run's jobs are handed over (``on_job_adopted``). Each component takes over what it can
         from the snapshot's component of the same kind (its ``fork_from``, see ``Params``);
         returns ``{kind: what it took over}``, a kind left out starting fresh."""
         out = {}
@@ -237,7 +237,7 @@ class Scheduler:
         (``job.state == QUEUED``, submitted at ``job.submission_time``), or running on
         ``job.alloc`` since ``job.start_time`` (the machine already counts its cores; no decision
         is taken for it). Queued jobs come after the running ones, in arrival order. By default a
-        queued job is submitted (:meth:`on_job_submitted`) and a running one refused: a scheduler
+        queued job is submitted (``on_job_submitted``) and a running one refused: a scheduler
         that plans around running jobs says how it takes one over."""
         if job.state == QUEUED:
             self.on_job_submitted(job, ctx)

@@ -161,7 +161,7 @@ class EventPlatform:
         return (t - job.start_t) / 1e9
 
     def run(self, server, begins, static_jobs) -> int:
-        """Simulate to the end (:meth:`begin`, then :meth:`advance`). Returns the date reached."""
+        """Simulate to the end (``begin``, then ``advance``). Returns the date reached."""
         self.begin(server, begins, static_jobs)
         self.advance()
         return server.now

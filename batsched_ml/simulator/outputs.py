@@ -15,7 +15,7 @@ least every ``flush_every`` seconds, so a run that is killed, interrupted or
 fails keeps the jobs that had ended (a valid CSV) instead of nothing.
 
 A streaming tracer pickles (snapshots) as the length and SHA-256 of what it wrote: a resumed
-run finds its file by them (:meth:`JobsTracer.continue_file`) and goes on from there.
+run finds its file by them (``JobsTracer.continue_file``) and goes on from there.
 """
 
 from __future__ import annotations
