@@ -33,7 +33,7 @@ def burst(base: dict, n: int) -> dict:
 
 
 def measure(config: dict, workload: dict) -> tuple[int, int, float]:
-    """(queued jobs, snapshot bytes, CPU seconds) of a snapshot at 1 s."""
+    """(queued jobs, snapshot bytes with its shared frames, CPU seconds) of a snapshot at 1 s."""
     nb_hosts, _, loaded = load_inputs(16, [workload])
     sim = Simulator(nb_hosts, loaded)
     sim.run(in_process(DecisionCore(build_scheduler(**config))), until=1.0)
@@ -44,7 +44,7 @@ def measure(config: dict, workload: dict) -> tuple[int, int, float]:
         snapshot = sim.snapshot()
         data = snapshot.encode()
         times.append(time.process_time() - started)
-    return snapshot.header["jobs"]["queued"], len(data), min(times)
+    return snapshot.header["jobs"]["queued"], len(data) + sum(len(f.data) for f in snapshot.frames), min(times)
 
 
 def main() -> int:
