@@ -77,10 +77,11 @@ def _campaign(campaign_file: Path, results: Path, *flags: str, env=None) -> subp
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def _lose_a_worker_halfway(run: subprocess.Popen, results: Path, lose) -> str:
-    """Once every task has a snapshot, ``lose()`` one worker; returns the campaign's stderr."""
+def _lose_a_worker_halfway(run: subprocess.Popen, results: Path, lose, running: int = TASKS) -> str:
+    """Once the ``running`` tasks have a snapshot each, ``lose()`` one worker; returns the campaign's
+    stderr."""
     deadline = time.monotonic() + WAIT
-    while run.poll() is None and _tasks_with_snapshots(results) < TASKS:
+    while run.poll() is None and _tasks_with_snapshots(results) < running:
         assert time.monotonic() < deadline, "the tasks wrote no snapshots"
         time.sleep(0.05)
     assert run.poll() is None, f"the campaign ended before a worker was lost: {run.stderr.read()}"
@@ -145,6 +146,7 @@ def test_a_dask_worker_killed_mid_task_leaves_its_task_to_another_that_resumes_i
 @pytest.fixture
 def slurm(tmp_path):
     """A one-node Slurm (2 CPUs) for this test, and the environment its commands need."""
+    pytest.importorskip("dask_jobqueue", reason="--slurm needs dask-jobqueue (pip install 'batsched-ml[slurm]')")
     from slurm_node import SlurmUnavailable, one_node_slurm
 
     try:
@@ -158,32 +160,40 @@ def slurm(tmp_path):
         started.__exit__(None, None, None)
 
 
+@pytest.mark.parametrize("jobs", [2, 1])
 def test_a_slurm_worker_job_cancelled_mid_task_leaves_its_task_to_another_that_resumes_it(
-        tmp_path, campaign_file, uninterrupted, slurm):
-    pytest.importorskip("dask_jobqueue", reason="--slurm needs dask-jobqueue (pip install 'batsched-ml[slurm]')")
+        tmp_path, campaign_file, uninterrupted, slurm, jobs):
+    """``--slurm 2``: the other job's worker (or the job replacing the cancelled one) resumes the task;
+    ``--slurm 1``: only the job submitted in the cancelled one's place can."""
     logs = tmp_path / "worker-logs"
-    # what each worker job asks of Slurm: dask-jobqueue's configuration, as docs/campaigns.md shows it
+    # what each worker job asks of Slurm: dask-jobqueue's configuration, as docs/campaigns.md shows it;
+    # a lost job is replaced 1 s after its worker left (Dask's lost-worker-timeout, 15 s by default)
     env = dict(slurm, DASK_JOBQUEUE__SLURM__CORES="1", DASK_JOBQUEUE__SLURM__MEMORY="1GB",
-               DASK_JOBQUEUE__SLURM__WALLTIME="00:10:00", DASK_JOBQUEUE__SLURM__LOG_DIRECTORY=str(logs))
+               DASK_JOBQUEUE__SLURM__WALLTIME="00:10:00", DASK_JOBQUEUE__SLURM__LOG_DIRECTORY=str(logs),
+               DASK_DISTRIBUTED__DEPLOY__LOST_WORKER_TIMEOUT="1s")
     results = tmp_path / "results"
-    run = _campaign(campaign_file, results, "--slurm", str(TASKS), env=env)
+    run = _campaign(campaign_file, results, "--slurm", str(jobs), env=env)
+    cancelled = []
 
     def cancel_one_job():
-        jobs = subprocess.run(["squeue", "-h", "-o", "%i %T"], env=env, capture_output=True, text=True,
-                              check=True).stdout.split("\n")
-        running = sorted(line.split()[0] for line in jobs if line.endswith(" RUNNING"))
-        assert len(running) == TASKS, jobs
+        jobs_now = subprocess.run(["squeue", "-h", "-o", "%i %T"], env=env, capture_output=True, text=True,
+                                  check=True).stdout.split("\n")
+        running = sorted(line.split()[0] for line in jobs_now if line.endswith(" RUNNING"))
+        assert len(running) == jobs, jobs_now
         subprocess.run(["scancel", running[0]], env=env, check=True)
+        cancelled.append(running[0])
 
     try:
-        stderr = _lose_a_worker_halfway(run, results, cancel_one_job)
+        stderr = _lose_a_worker_halfway(run, results, cancel_one_job, running=jobs)
     finally:
         if run.poll() is None:
             run.kill()
             run.wait()
     _assert_resumed_to_the_same_results(stderr, results, uninterrupted)
-    # no job was submitted in the cancelled one's place: the other job's worker resumed the task
-    assert len(list(logs.glob("*.err"))) == TASKS
+    submitted = sorted(int(path.stem.rsplit("-", 1)[1]) for path in logs.glob("*.err"))
+    assert submitted[:jobs] == list(range(1, jobs + 1)) and cancelled == ["1"], submitted
+    if jobs == 1:
+        assert submitted == [1, 2]  # the replacement, which alone could resume the task
     shutil.rmtree(logs, ignore_errors=True)
 
 
