@@ -3,9 +3,9 @@ prints them as one clear line and exits 2 instead of showing a traceback."""
 
 from __future__ import annotations
 
+from .config.plugins import PluginError
 from .core.machine import MachineError
 from .core.scheduler import SchedulingError
-from .plugins import PluginError
 from .protocol.codec import ProtocolError
 from .simulator.engine import SimulationError
 from .workloads import PlatformError, SwfFormatError, WorkloadError

@@ -109,33 +109,44 @@ class TaskProgress:
     that the run is alive and when it should end.
 
     ``weights`` (one per task, e.g. its expected cost) make the ETA account for long and short
-    tasks: remaining weight at the rate weight was done so far. ``slots``, given to
-    :meth:`start`, is how many tasks run at once (the workers).
+    tasks; ``slots``, given to :meth:`start`, is how many tasks run at once (the workers). The ETA
+    is work-based: tasks are taken in order as slots free up, so each finished task's duration is
+    known; their seconds per unit of weight price the tasks still running (less the time they have
+    run) and those not started, laid on the slots as they free up. (Elapsed time x weight left /
+    weight done ignored the tasks running beside the finished ones: with two long tasks first on
+    two workers, the first to end made the ETA the elapsed time, though the other was ending too.)
     """
 
     def __init__(self, total: int, desc: str = "tasks", mode: str = "lines", stream=None, interval: float = 30.0,
-                 first_after: float = 5.0, weights=None, clock=time.monotonic):
+                 first_after: float = 5.0, weights=None, clock=time.monotonic, unit: str = "task", initial: int = 0):
         if mode not in ("bar", "lines", "off"):
             raise ValueError(f"progress mode must be bar, lines or off, not {mode!r}")
         self.total, self.desc, self.mode = total, desc, mode
+        # other units than tasks (PPO's environment steps) are counted by advance(), ``initial`` of them done
+        self.unit, self.initial = unit, initial
         self.stream = stream if stream is not None else sys.stderr
         self.interval, self.first_after, self.clock = interval, first_after, clock
         self.weights = list(weights) if weights is not None else [1.0] * total
-        self.done = 0
+        self.done = initial
         self.weight_done = 0.0
         self.slots = 1
         self.lines = 0
         self.started = clock()
+        self._began: dict[int, float] = {}  # task -> when it started (taken in order as slots free up)
+        self._took: dict[int, float] = {}  # finished task -> its seconds
+        self._next = 0  # the next task to start
         self._bar = None
         self._stop = None
         self._thread = None
 
     @classmethod
-    def for_cli(cls, total: int, desc: str, enabled: bool = True, stream=None, weights=None) -> "TaskProgress":
-        """Off unless ``enabled``; a bar on a terminal; status lines otherwise."""
+    def for_cli(cls, total: int, desc: str, enabled: bool = True, stream=None, weights=None,
+                **options) -> "TaskProgress":
+        """Off unless ``enabled``; a bar on a terminal; status lines otherwise (a log gets no
+        carriage-return bar). ``options``: ``unit``, ``initial``."""
         stream = stream if stream is not None else sys.stderr
         mode = "off" if not enabled else "bar" if stream.isatty() else "lines"
-        return cls(total, desc, mode, stream, weights=weights)
+        return cls(total, desc, mode, stream, weights=weights, **options)
 
     def start(self, slots: int = 1) -> None:
         """The tasks start, ``slots`` at a time."""
@@ -143,32 +154,80 @@ class TaskProgress:
 
         self.slots = max(1, slots)
         self.started = self.clock()
+        while len(self._began) < min(self.slots, self.total) and self._take_next(self.started):
+            pass
         if self.mode == "bar":
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.total, unit="task", desc=self.desc, leave=False, file=self.stream)
+            self._bar = tqdm(total=self.total, initial=self.initial, unit=self.unit, desc=self.desc, leave=False,
+                             file=self.stream)
         elif self.mode == "lines" and self._thread is None:
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._print_lines, name="batsched-ml task status", daemon=True)
             self._thread.start()
 
     def task_done(self, index: int) -> None:
+        now = self.clock()
         self.done += 1
-        self.weight_done += self.weights[index] if index < len(self.weights) else 1.0
+        self.weight_done += self._weight(index)
+        # a task that ended before its turn (a worker took it early) ends the earliest started one's turn
+        began = self._began.pop(index, None)
+        if began is None and self._began:
+            began = self._began.pop(min(self._began, key=self._began.get))
+        self._took[index] = now - (self.started if began is None else began)
+        self._take_next(now)  # its slot takes the next task
         if self._bar is not None:
             self._bar.update(1)
+
+    def advance(self, count: int = 1) -> None:
+        """``count`` more units done (a progress of units other than tasks)."""
+        self.done += count
+        if self._bar is not None:
+            self._bar.update(count)
+
+    def _weight(self, index: int) -> float:
+        return self.weights[index] if index < len(self.weights) else 1.0
+
+    def _take_next(self, now: float) -> bool:
+        while self._next < self.total and self._next in self._took:
+            self._next += 1
+        if self._next >= self.total:
+            return False
+        self._began[self._next] = now
+        self._next += 1
+        return True
 
     def running(self) -> int:
         return min(self.slots, self.total - self.done)
 
     def eta(self, elapsed: float) -> float | None:
-        """Seconds left at the rate of the work done so far (None before the first task ends)."""
-        if self.weight_done <= 0 or elapsed <= 0:
+        """Seconds left (None before the first task ends): the running and waiting tasks at the
+        seconds per unit of weight the finished ones took, laid on the slots as they free up."""
+        import heapq
+
+        spent = sum(self._took.values())
+        weight = sum(self._weight(i) for i in self._took)
+        if spent <= 0 or weight <= 0:
             return None
-        return elapsed * (sum(self.weights) - self.weight_done) / self.weight_done
+        rate = spent / weight  # seconds a unit of weight takes on one slot
+        now = self.started + elapsed
+        # a task running past its estimate is given a tenth of it more: nothing tells how much is left
+        loads = [max(rate * self._weight(i) - (now - began), 0.1 * rate * self._weight(i))
+                 for i, began in self._began.items()]
+        loads += [0.0] * max(0, self.slots - len(loads))
+        heapq.heapify(loads)
+        for i in range(self._next, self.total):
+            if i not in self._took:
+                heapq.heappush(loads, heapq.heappop(loads) + rate * self._weight(i))
+        return max(loads)
 
     def status_line(self) -> str:
         elapsed = self.clock() - self.started
+        if self.unit != "task":
+            done = self.done - self.initial
+            eta = elapsed * (self.total - self.done) / done if done > 0 and elapsed > 0 else None
+            return (f"{self.desc}: {self.done:,}/{self.total:,} {self.unit}s, {format_duration(elapsed)} elapsed, "
+                    f"ETA {'?' if eta is None else format_duration(eta)}")
         eta = self.eta(elapsed)
         running = self.running()
         return (f"{self.desc}: {self.done}/{self.total} tasks done, {running} running, "

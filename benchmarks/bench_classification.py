@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchdata import add_data_arguments, campaign_file, reports_missing_data  # noqa: E402
 
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
-from batsched_ml.config import parse_option  # noqa: E402
+from batsched_ml.config.declare import parse_option  # noqa: E402
 from batsched_ml.runner import build_scheduler, simulate  # noqa: E402
 from batsched_ml.workloads import read_swf, swf_to_workload  # noqa: E402
 

@@ -1,12 +1,13 @@
 """Speed of the reinforcement-learning environment (``batsched_ml/Scheduling-v0``): env steps per
 CPU-second for a random agent on 1,024-job sequences, and how much of a step is the environment's own.
 
-    python benchmarks/bench_rl_env.py [SDSC-SP2 lublin_256 | TRACE.swf.gz ...] [--episodes 5]
+    python benchmarks/bench_rl_env.py [SDSC-SP2 lublin_256 | lublin:256 | TRACE.swf.gz ...] [--episodes 5]
         [--backfill none easy] [--window 128] [--profile] [--scaling | --lockstep]
 
 Traces by short name (``SDSC-SP2``, ``KTH``...) in ``--traces-dir`` (default
 ``$BATSCHED_ML_SHARED/traces`` or ``../shared/traces``), ``lublin_256`` (RLScheduler's file, same
-directory), or paths.
+directory), paths, or ``lublin:CORES[:JOBS[:SEED]]`` (a Lublin-Feitelson workload generated on the
+spot, as the environment reads it: no file needed).
 The random agent picks uniformly among the slots holding a job (a few microseconds: numpy's
 generator, counted in the figures). CPU time is the figure to read on a shared machine. Each row runs
 the same episodes with the same random choices in the environment's lean core (the default) and in
@@ -134,7 +135,9 @@ def main() -> int:
         return 0
 
     try:
-        paths = [trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name, args.traces_dir)
+        paths = [name if name.startswith("lublin:") else
+                 str(trace_path(args.traces_dir / "lublin_256.swf.gz" if name == "lublin_256" else name,
+                                args.traces_dir))
                  for name in args.traces]
     except MissingData as exc:
         print(f"bench_rl_env: error: {exc}", file=sys.stderr)
@@ -142,8 +145,8 @@ def main() -> int:
     if args.lockstep:
         for path in paths:
             for backfill in args.backfill:
-                steps = lockstep(str(path), backfill, args.episodes, args.window)
-                print(f"{path.name} {backfill}: {args.episodes} sequences, {steps} steps, the same in both cores")
+                steps = lockstep(path, backfill, args.episodes, args.window)
+                print(f"{Path(path).name} {backfill}: {args.episodes} sequences, {steps} steps, the same in both cores")
         return 0
 
     print("| trace | backfill | episodes | steps | steps/job | lean CPU s | lean steps per CPU-s | full CPU s | "
@@ -153,7 +156,7 @@ def main() -> int:
         for backfill in args.backfill:
             measured = {}
             for simulator in ("lean", "full"):
-                env = SchedulingEnv(str(path), window=args.window, backfill=backfill, simulator=simulator)
+                env = SchedulingEnv(path, window=args.window, backfill=backfill, simulator=simulator)
                 if args.profile:
                     import cProfile
                     import pstats
@@ -169,7 +172,7 @@ def main() -> int:
                       file=sys.stderr)
                 return 1
             jobs = args.episodes * env.sequences.length
-            print(f"| {path.name} | {backfill} | {args.episodes} | {steps} | {steps / jobs:.2f} | {cpu:.2f} | "
+            print(f"| {Path(path).name} | {backfill} | {args.episodes} | {steps} | {steps / jobs:.2f} | {cpu:.2f} | "
                   f"{steps / cpu:,.0f} | {full_cpu:.2f} | {steps / full_cpu:,.0f} | {full_cpu / cpu:.1f} | "
                   f"{int(np.median(queues))} / {max(queues)} |")
     return 0

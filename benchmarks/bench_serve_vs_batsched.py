@@ -24,17 +24,15 @@ import gzip
 import os
 import shlex
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchdata import MissingData, add_data_arguments, golden_path, reports_missing_data  # noqa: E402
+from real_runs import free_port, report, start_serve, started_listening, timed_run  # noqa: E402
 
 SERVE_FLAGS = "--scheduler easy --policy fcfs --reservations cores"  # what batsched's easy_bf does
 
@@ -46,62 +44,20 @@ def _executable(given: str | None, env: str, name: str) -> str:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_cpu(proc: subprocess.Popen) -> float:
-    """Wait for ``proc``; its user + system CPU seconds, all threads."""
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _start_batsched(batsched: str, variant: str, port: int) -> subprocess.Popen:
     proc = subprocess.Popen([batsched, "-s", f"tcp://*:{port}", "-v", variant, "--verbosity", "quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # no readiness line: wait until the port accepts a connection
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc
-        except OSError:
-            time.sleep(0.002)
-    proc.kill()
-    raise RuntimeError("batsched never listened")
-
-
-def _start_serve(flags: list, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "batsched_ml.cli", "serve", "-s", f"tcp://127.0.0.1:{port}",
-                             *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    if "listening" not in line:
-        proc.kill()
-        raise RuntimeError(f"serve did not start: {line.strip()}")
-    return proc
+    return started_listening(proc, port, "batsched")
 
 
 def run_once(kind: str, args, workload: Path, platform: Path, prefix: Path) -> dict:
-    port = _free_port()
-    started = time.perf_counter()
+    port = free_port()
     if kind == "batsched":
-        scheduler = _start_batsched(args.batsched, args.batsched_variant, port)
+        start = lambda: _start_batsched(args.batsched, args.batsched_variant, port)  # noqa: E731
     else:
-        scheduler = _start_serve(shlex.split(args.serve_flags), port)
-    listening = time.perf_counter()
-    batsim = subprocess.Popen([args.batsim, "-p", str(platform), "-w", str(workload), "-e", str(prefix),
-                               "-s", f"tcp://127.0.0.1:{port}", "-q"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    batsim_cpu = _wait_cpu(batsim)
-    batsim_done = time.perf_counter()
-    scheduler_cpu = _wait_cpu(scheduler)
-    done = time.perf_counter()
-    if batsim.returncode or scheduler.returncode:
-        raise RuntimeError(f"{kind}: Batsim exited {batsim.returncode}, the scheduler {scheduler.returncode}")
-    return {"total": done - started, "start-up": listening - started, "batsim wall": batsim_done - listening,
-            "scheduler cpu": scheduler_cpu, "batsim cpu": batsim_cpu}
+        start = lambda: start_serve(shlex.split(args.serve_flags), port)  # noqa: E731
+    return timed_run(kind, start, [args.batsim, "-p", str(platform), "-w", str(workload), "-e", str(prefix),
+                                   "-s", f"tcp://127.0.0.1:{port}", "-q"])
 
 
 @reports_missing_data
@@ -137,14 +93,7 @@ def main(argv=None) -> int:
                 raise RuntimeError(f"round {i}: serve's jobs CSV differs from the golden run")
     print(f"{args.rounds} rounds, serve {args.serve_flags!r} vs batsched -v {args.batsched_variant}; "
           "same jobs CSV in every round")
-    for key in rows["batsched"][0]:
-        ours = [r[key] for r in rows["serve"]]
-        theirs = [r[key] for r in rows["batsched"]]
-        per_round = statistics.median(a / b for a, b in zip(ours, theirs))
-        print(f"{key:14s} batsched median {statistics.median(theirs):.3f} s (min {min(theirs):.3f})  "
-              f"serve median {statistics.median(ours):.3f} s (min {min(ours):.3f})  "
-              f"ratio: median per round {per_round:.3f}, of medians "
-              f"{statistics.median(ours) / statistics.median(theirs):.3f}, of minima {min(ours) / min(theirs):.3f}")
+    report(rows, "serve", "batsched")
     return 0
 
 

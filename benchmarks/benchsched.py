@@ -7,12 +7,13 @@ import cProfile
 import pstats
 import time
 
-from batsched_ml.compose import build_scheduler, resolve
-from batsched_ml.config import RunConfig, add_arguments
+from batsched_ml.config.compose import build_scheduler
+from batsched_ml.config.declare import RunConfig, add_arguments
+from batsched_ml.config.resolve import resolve
 
 
 def add_scheduler_arguments(parser) -> None:
-    """``simulate``'s scheduler flags, from their one declaration (``batsched_ml.config``); the
+    """``simulate``'s scheduler flags, from their one declaration (``batsched_ml.config.declare``); the
     benchmarks' own ``--seed`` seeds their generated workload (the scheduler's seed stays 0)."""
     add_arguments(parser.add_argument_group("scheduler"), exclude=("seed",))
 

@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from batsched_ml.analysis.metrics import merge_attempts, read_jobs_csv  # noqa: E402
-from batsched_ml.compose import build_classifier  # noqa: E402
 from batsched_ml.classifiers.features import HEADER_OFFSET, CalendarClock, parse_zone_option  # noqa: E402
 from batsched_ml.classifiers.online import OnlineClassification  # noqa: E402
+from batsched_ml.config.compose import build_classifier  # noqa: E402
+from batsched_ml.config.declare import parse_option  # noqa: E402
 from batsched_ml.core.job import Job  # noqa: E402
-from batsched_ml.config import parse_option  # noqa: E402
 from batsched_ml.workloads import load_workload  # noqa: E402
 
 LEARNER_OPTIONS = ("period", "history", "divider_window", "feature_divider", "label_divider", "runtime_features")

@@ -53,10 +53,10 @@ from benchdata import add_data_arguments, campaign_file, reports_missing_data  #
 
 from batsched_ml import runner  # noqa: E402
 from batsched_ml.analysis import compute_metrics  # noqa: E402
-from batsched_ml.executor import map_tasks  # noqa: E402
 from batsched_ml.campaign.spec import load_campaign  # noqa: E402
-from batsched_ml.compose import build_scheduler  # noqa: E402
-from batsched_ml.plugins import load  # noqa: E402
+from batsched_ml.config.compose import build_scheduler  # noqa: E402
+from batsched_ml.config.plugins import load  # noqa: E402
+from batsched_ml.executor import map_tasks  # noqa: E402
 from batsched_ml.predictors import Estimator  # noqa: E402
 from batsched_ml.predictors.base import Correction, RuntimePredictor  # noqa: E402
 from batsched_ml.predictors.corrections import RequestedCorrection  # noqa: E402

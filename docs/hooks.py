@@ -1,11 +1,11 @@
 """MkDocs hook: pages that list the run's settings take them from their one declaration
-(``batsched_ml.config``), so the configuration reference cannot fall out of date."""
+(``batsched_ml.config.declare``), so the configuration reference cannot fall out of date."""
 
 from __future__ import annotations
 
 
 def _settings_table() -> str:
-    from batsched_ml.config import settings
+    from batsched_ml.config.declare import settings
 
     rows = ["| field / campaign key | flag | default | scheduler parameter | needs | what it is |",
             "|---|---|---|---|---|---|"]

@@ -12,7 +12,9 @@ let
 in
 ps.buildPythonPackage {
   pname = "batsched-ml";
-  version = "0.1.0";
+  # batsched_ml/__init__.py's __version__: the one place the version is set
+  version = builtins.head (builtins.match "__version__ = \"(.*)\"" (builtins.head (builtins.filter
+    (line: pkgs.lib.hasPrefix "__version__ = " line) (pkgs.lib.splitString "\n" (builtins.readFile ../batsched_ml/__init__.py)))));
   format = "pyproject";
   src = pkgs.lib.cleanSourceWith {
     src = root;

@@ -3,10 +3,11 @@
 Every flag of ``simulate``'s "scheduler" argument group is drawn: a flag naming a plugin
 (``--scheduler``, ``--policy``, ``--predictor``, ``--correction``, ``--classifier``,
 ``--distribution``: ``--<kind>`` for each kind of ``plugins.GROUPS``) among the registered
-plugins (``plugins.available``) or an unknown name, and for ``--policy`` also the specs
+plugins (``plugins.available``) or an unknown name, ``--preset`` among the presets or an unknown
+name, and for ``--policy`` also the specs
 (``expr:``, ``learned:FILE#k``, ``rl:FILE`` with the shipped files, a missing file); a flag with choices among them; a switch on
 or off; a typed value among valid and invalid ones; and ``-o KEY=VALUE`` among the keys the drawn
-configuration's constructors declare (``options.option_schema``), or a misspelt one. A new
+configuration's constructors declare (``config.resolve.option_schema``), or a misspelt one. A new
 plugin, flag or constructor parameter is drawn without editing this file (an unknown kind of flag
 fails loudly instead of being skipped).
 
@@ -31,11 +32,10 @@ from threadpoolctl import threadpool_limits
 
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
 from batsched_ml.cli import build_parser, main
-from batsched_ml.compose import resolve
-from batsched_ml.config import RunConfig
-from batsched_ml.options import option_schema, show_default
-from batsched_ml.plugins import load
-from batsched_ml.plugins import GROUPS, SINGULAR, available
+from batsched_ml.config import presets
+from batsched_ml.config.declare import RunConfig
+from batsched_ml.config.plugins import GROUPS, SINGULAR, available, load
+from batsched_ml.config.resolve import option_schema, resolve, show_default
 from batsched_ml.workloads.loader import write_workload
 from batsched_ml.workloads.platform import write_platform
 
@@ -78,9 +78,11 @@ def _flag(action) -> str:
 
 
 @st.composite
-def cli_configurations(draw, policies: list | None = None) -> dict:
+def cli_configurations(draw, policies: list | None = None, runnable: bool = False) -> dict:
     """``{"argv": [flags...], "config": {dest: value}}``: one point of the configuration space
-    (``policies``: draw ``--policy`` among these only, every other flag as usual)."""
+    (``policies``: draw ``--policy`` among these only, every other flag as usual). ``runnable``:
+    only points that run -- plugins by their names, valid values, and of the flags drawn only
+    those the drawn scheduler takes and those whose prerequisite was drawn (``runnable_config``)."""
     argv, config = [], {}
     option_action = None
     for action in FLAGS:
@@ -91,36 +93,70 @@ def cli_configurations(draw, policies: list | None = None) -> dict:
         if flag in PLUGIN_FLAGS:
             names = list(available(PLUGIN_FLAGS[flag]))
             if flag == "--policy":
-                names += EXPRESSIONS
+                names += [p for p in EXPRESSIONS if not (runnable and "no-such" in p)]
             if flag == "--policy" and policies is not None:
                 value = draw(st.sampled_from(policies))
-            elif draw(st.integers(0, 29)) == RARE:
+            elif draw(st.integers(0, 29)) == RARE and not runnable:
                 value = UNKNOWN
             else:
                 value = draw(st.sampled_from(names + ([None] * len(names) if action.default is None else [])))
+        elif action.dest == "preset":  # a named configuration (one draw in four), or an unknown name
+            names = presets.names()
+            value = UNKNOWN if draw(st.integers(0, 29)) == RARE else \
+                draw(st.sampled_from(names + [None] * (3 * len(names))))
         elif action.choices:
             value = draw(st.sampled_from(list(action.choices)))
         elif action.nargs == 0:
             value = draw(st.integers(0, 3)) == 2
         elif action.type is not None:
-            value = draw(st.sampled_from(TYPED_VALUES)) if draw(st.integers(0, 3)) == 2 else None
+            values = [v for v in TYPED_VALUES if not runnable or _parses(action, v)]
+            value = draw(st.sampled_from(values)) if draw(st.integers(0, 3)) == 2 else None
         else:
             raise AssertionError(f"{flag}: a kind of flag the configuration space does not know how to draw")
         config[action.dest] = value
-        if value is None or value is False:
+    if runnable:
+        config = runnable_config(config)
+    for action in FLAGS:
+        value = config.get(action.dest)
+        if action.dest == "option" or value is None or value is False:
             continue
-        argv += [flag] if value is True else [flag, str(value)]
+        argv += [_flag(action)] if value is True else [_flag(action), str(value)]
     if option_action is not None:
-        for key, value in draw(_options(config)):
+        for key, value in draw(_options(config, runnable)):
             argv += ["-o", f"{key}={value}"]
             config.setdefault("options", {})[key] = value
     return {"argv": argv, "config": config}
 
 
+def _parses(action, text: str) -> bool:
+    try:
+        action.type(text)
+    except Exception:  # noqa: BLE001 - argparse's type refuses it
+        return False
+    return True
+
+
+def runnable_config(config: dict) -> dict:
+    """``config`` without the settings the drawn scheduler does not take and those whose
+    prerequisite was not drawn (``compose.resolve``'s two refusals; the settings themselves say
+    which apply: ``Setting.param`` and ``Setting.needs``)."""
+    from batsched_ml.config.resolve import scheduler_accepts
+    from batsched_ml.config.declare import settings
+
+    takes = scheduler_accepts(load("schedulers", config.get("scheduler") or "easy"))
+    out = dict(config)
+    for name, spec in settings().items():  # declaration order: a prerequisite comes first
+        if spec.param is not None and spec.param not in takes:
+            out[name] = None
+        if spec.needs is not None and out.get(spec.needs) in (None, False):
+            out[name] = None if not spec.switch else False
+    return out
+
+
 @st.composite
-def _options(draw, config: dict) -> list:
+def _options(draw, config: dict, runnable: bool = False) -> list:
     """``-o`` pairs: some of the keys this configuration declares (defaults, or quick values), and
-    sometimes a key it does not have."""
+    sometimes (not when ``runnable``) a key it does not have."""
     valid = _valid_option_keys(config)
     pairs = []
     if valid:
@@ -128,16 +164,18 @@ def _options(draw, config: dict) -> list:
         chosen += [key for key in QUICK if key in valid and key not in chosen]
         for key in chosen:
             pairs.append((key, _typed(QUICK[key] if key in QUICK else valid[key])))
-    if draw(st.integers(0, 29)) == RARE:
+    if draw(st.integers(0, 29)) == RARE and not runnable:
         pairs.append((MISSPELT, "1"))
     return pairs
 
 
 def _valid_option_keys(config: dict) -> dict | None:
-    """``{key: default}`` of every ``-o`` key the drawn plugins declare (``options.option_schema``);
+    """``{key: default}`` of every ``-o`` key the drawn plugins declare (``config.resolve.option_schema``);
     None when the plugins alone are refused (the run is then refused before ``-o`` matters)."""
     names = {kind: config.get(SINGULAR[kind]) for kind in GROUPS}
     chosen = {SINGULAR[kind]: name for kind, name in names.items() if name is not None}
+    if config.get("preset") is not None:
+        chosen["preset"] = config["preset"]
     try:
         resolved = resolve(RunConfig.from_kwargs(**chosen))
         schema = option_schema(resolved, load("schedulers", resolved.scheduler))
@@ -184,10 +222,17 @@ def run_cli_case(workload: dict, case: dict) -> tuple[list[str], str]:
             return problems, "refused"
         if code != 0:
             return [f"exit {code}: {lines[-3:]}"], "failed"
-        config = {"scheduler": "easy", "policy": "fcfs", **case["config"]}
+        config = {"scheduler": "easy", "policy": "fcfs", **_with_preset(case["config"])}
         violations = check_run(tmp / "out" / "run_jobs.csv", workloads, workload["nb_res"], idle_slack=IDLE_SLACK,
                                fcfs_head=fcfs_ordered(config))
         return [str(v) for v in violations], "ran"
+
+
+def _with_preset(config: dict) -> dict:
+    """The drawn flags with what their preset sets where they set nothing (the run's settings)."""
+    if config.get("preset") is None:
+        return config
+    return {**config, **{k: v for k, v in presets.get(config["preset"]).settings.items() if config.get(k) in (None, False)}}
 
 
 def describe_cli(workload: dict, case: dict, problems: list) -> str:

@@ -1,5 +1,5 @@
 """Third-party-looking plugins for tests/test_config.py (registered there by monkeypatching
-``batsched_ml.plugins``): the schedulers a new user writes first, as issue 24 tried them."""
+``batsched_ml.config.plugins``): the schedulers a new user writes first, as issue 24 tried them."""
 
 from __future__ import annotations
 

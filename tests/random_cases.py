@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
 from batsched_ml.analysis.checker import IDLE_SLACK, check_run
-from batsched_ml.compose import scheduler_accepts
-from batsched_ml.config import settings
+from batsched_ml.config.declare import settings
+from batsched_ml.config.plugins import available, load
+from batsched_ml.config.resolve import scheduler_accepts
+from batsched_ml.core.decision_core import DecisionCore
 from batsched_ml.core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN, SchedulingError
-from batsched_ml.plugins import available, load
 from batsched_ml.protocol.codec import encode
 from batsched_ml.protocol.events import Message
-from batsched_ml.core.decision_core import DecisionCore
 from batsched_ml.runner import build_scheduler, in_process, load_inputs
 from batsched_ml.scheduling.reserving import ProfileScheduler
 from batsched_ml.simulator.engine import BATSIM_LATENCY, NO_LATENCY, SimulationError, Simulator

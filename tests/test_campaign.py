@@ -3,7 +3,6 @@ scheduler + workers, windows, results files and the report."""
 
 from __future__ import annotations
 
-import re
 import csv
 import gzip
 import json
@@ -78,7 +77,8 @@ def test_config_keys_are_the_simulate_parsers_scheduler_flags():
     sim = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "simulate")[1]
     group = next(g for g in sim._action_groups if g.title == "scheduler")
     dests = {a.dest for a in group._group_actions} - {"seed", "option"}
-    assert sorted(config_keys()) == sorted([*dests, "options", "seeds"])  # seeds: a config's own runs, no flag
+    # seeds: a config's own runs, no flag; batsim: simulate's --batsim, outside the scheduler's flags
+    assert sorted(config_keys()) == sorted([*dests, "options", "seeds", "batsim"])
 
 
 @pytest.mark.parametrize("body, message", [
@@ -154,6 +154,26 @@ def test_cli_rejects_a_bad_file_with_exit_2(tmp_path, capsys):
     assert main(["campaign", "run", str(path), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("batsched-ml: error:") and "unknown key 'wat'" in err and len(err.splitlines()) == 1
+
+
+def test_a_campaign_typo_gets_a_did_you_mean(tmp_path):
+    """``seed`` in [campaign] got only the list of valid keys (issue 40 §6)."""
+    with pytest.raises(CampaignError, match=re.escape("[campaign]: unknown key 'seed' (did you mean 'seeds'?)")):
+        load_campaign(write(tmp_path, HEAD.replace('name = "t"', 'name = "t"\nseed = [0, 1]') + CONFIGS))
+
+
+def test_every_problem_of_a_campaign_file_is_reported_at_once(tmp_path, capsys):
+    """One run names them all, on one line (it stopped at the first: three typos took three runs)."""
+    text = (HEAD.replace('name = "t"', 'name = "t"\nseed = [0, 1]\nmetrics = ["avebsld10", "mean_wiat"]') + CONFIGS
+            + "[configs.a]\npolcy = 'spf'\n[configs.b]\nscheduler = 'nope'\n")
+    path = write(tmp_path, text)
+    assert main(["campaign", "run", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"batsched-ml: error: {path}: 4 problems: ")
+    for part in ("unknown key 'seed' (did you mean 'seeds'?)", "[configs.a]: unknown key 'polcy' (did you mean "
+                 "'policy'?)", "[configs.b]", "'nope'", "unknown metric 'mean_wiat' (did you mean 'mean_wait'?)"):
+        assert part in err, part
+    assert not (tmp_path / "out").exists()
 
 
 # ---------------------------------------------------------------- engine
@@ -330,6 +350,9 @@ def test_jitter_copies_run_as_the_traces_windows_with_intervals(tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     row = next(line for line in md.split("### Intervals")[1].splitlines() if line.startswith("| spf |"))
     assert row.startswith("| spf | 3 |")  # the interval over the three copies, paired copy by copy
+    # the figures say what the windows are: jittered copies of one trace, not windows of it
+    assert "avebsld10 of every run across jittered copies (dots; bar: mean)" in md and "across windows" not in md
+    assert "over time (copy 0, seed 0)" in md
     for extra, message in (("windows = { days = 3 }\n", "give windows or jitter, not both"),
                            ("", "jitter: copies is required")):
         bad = HEAD + extra + ("jitter = { copies = 2 }\n" if extra else "jitter = { seconds = 2 }\n") + CONFIGS
@@ -364,9 +387,9 @@ value = 10.0
     md = (tmp_path / "rep" / "report.md").read_text()
     easy = [r["avebsld10"] for r in rows if r["config"] == "easy"]
     spf = [r["avebsld10"] for r in rows if r["config"] == "spf"]
-    ours = 100 * (1 - (sum(spf) / 4) / (sum(easy) / 4))
-    assert f"| KTH1k | spf | avebsld10 reduction | Table X | {ours:+.1f}%" in md
-    assert f"{ours - 40:+.1f} pts" in md
+    ours = 100 * ((sum(spf) / 4) / (sum(easy) / 4) - 1)  # the change; the paper's reduction of 40 is -40%
+    assert f"| KTH1k | spf | avebsld10 vs easy | Table X | {ours:+.1f}% " in md
+    assert f"{ours + 40:+.1f} pts" in md
     assert "![KTH1k: avebsld10 of every run across windows and seeds (dots; bar: mean)](KTH1k-spread.png)" in md
     import matplotlib.image
 
@@ -379,7 +402,7 @@ value = 10.0
     row = next(line for line in md.split("### Intervals")[1].splitlines() if line.startswith("| spf |"))
     by_run = {c: {(r["window"], r["seed"]): r["avebsld10"] for r in rows if r["config"] == c} for c in ("easy", "spf")}
     red = paired_reduction(by_run["spf"], by_run["easy"])
-    assert row.startswith("| spf | 4 |") and f"{red.estimate:+.1f}% [{red.low:+.1f}, {red.high:+.1f}]" in row
+    assert row.startswith("| spf | 4 |") and f"{-red.estimate:+.1f}% [{-red.high:+.1f}, {-red.low:+.1f}]" in row
 
 
 def test_report_splits_small_and_large_jobs_by_the_classifier_dividers(tmp_path):
@@ -531,6 +554,7 @@ options = { period = 3000, n_estimators = 3, max_depth = 4 }
     assert easy["report"] is None and ci["report"] == "runs/KTH1k.w0.ci.s0_report.json"
     report_file = out / ci["report"]
     assert report_file.stat().st_size > 200_000
+    assert report_file.read_text().endswith("}\n")  # a text file ends its last line (issue 40 §6)
     assert len(json.loads(report_file.read_text())["classification"]["weekly"]) > 200  # no period dropped
     with open(out / "results.csv", newline="") as f:
         assert max(len(cell) for row in csv.reader(f) for cell in row) < 5_000

@@ -174,5 +174,39 @@ def test_task_progress_eta_weighs_long_tasks():
     progress.start(slots=2)
     assert progress.status_line() == "t: 0/3 tasks done, 2 running, 1 left, 0 s elapsed, ETA ?"
     now[0] = 60.0
-    progress.task_done(0)  # 6 of 10 units in 60 s: 4 units left, 40 s
-    assert progress.status_line() == "t: 1/3 tasks done, 2 running, 0 left, 1 min 0 s elapsed, ETA 40 s"
+    progress.task_done(0)  # 6 units in 60 s: 10 s a unit; task 2 (1 unit) starts on the freed slot: 10 s
+    # task 1 (3 units, 30 s) has run 60 s, past its estimate: a tenth of it more (3 s)
+    assert progress.status_line() == "t: 1/3 tasks done, 2 running, 0 left, 1 min 0 s elapsed, ETA 10 s"
+
+
+def _simulated_run(durations, weights, slots):
+    """Tasks of ``durations`` taken in order by ``slots`` workers: (finish time, index) in order."""
+    import heapq
+
+    free, ends = [0.0] * slots, []
+    for i, d in enumerate(durations):
+        start = heapq.heappop(free)
+        heapq.heappush(free, start + d)
+        ends.append((start + d, i))
+    return sorted(ends)
+
+
+def test_task_progress_eta_counts_the_tasks_running_beside_the_finished_ones():
+    """Issue 40 §6: two long tasks first on two workers; when the first ends the other ends too. The
+    ETA was elapsed x weight left / weight done = 140 s (then crept), 2 s of the long task and
+    20 s of short ones were left. Now it stays within a short task of the truth throughout."""
+    from batsched_ml.progress import TaskProgress
+
+    weights = [10.0, 10.0, 1.0, 1.0, 1.0, 1.0]
+    durations = [100.0, 102.0, 10.0, 10.0, 10.0, 10.0]
+    ends = _simulated_run(durations, weights, slots=2)
+    now = [0.0]
+    progress = TaskProgress(len(weights), "t", "off", weights=weights, clock=lambda: now[0])
+    progress.start(slots=2)
+    last, etas = ends[-1][0], []
+    for when, index in ends[:-1]:
+        now[0] = when
+        progress.task_done(index)
+        etas.append(progress.eta(when))
+        assert abs(etas[-1] - (last - when)) <= 10.0, (index, when, etas[-1], last - when)
+    assert etas[0] < 40.0  # at 100 s, when the first long task ended (the old formula: 140 s)

@@ -17,7 +17,7 @@ import pytest
 from batsched_ml.campaign.aggregates import aggregate_table
 from batsched_ml.campaign.spec import CampaignError, PaperRef, TableSpec, load_campaign
 from batsched_ml.campaign.tasks import task_key
-from batsched_ml.config import RunConfig
+from batsched_ml.config.declare import RunConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ROOT / "experiments"
@@ -308,7 +308,12 @@ rows = "reservations"
 columns = "policy"
 """)
     out = tmp_path / "out"
+    capsys.readouterr()
     assert main(["campaign", "run", str(path), "-o", str(out), "--workers", "0", "-q"]) == 0
+    # after the last task, the report's writing is said (it was ~50 s of silence on a large campaign)
+    err = capsys.readouterr().err.splitlines()
+    writing = next(i for i, line in enumerate(err) if line.startswith(f"writing the report in {out / 'report'}"))
+    assert err[writing + 1].startswith(f"report: {out / 'report' / 'report.md'} (written in ")
     md = (out / "report" / "report.md").read_text()
     assert "### avebsld10: mean over each configuration's runs" in md
     assert "| trace | reservations | n | fcfs | spf |" in md and "| KTH1k | cores | 1 |" in md

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from batsched_ml.compose import build_policy
+from batsched_ml.config.compose import build_policy
 from batsched_ml.core.job import Job
 from batsched_ml.core.queue import JobQueue
 from batsched_ml.scheduling.candidate_bins import CandidateBins

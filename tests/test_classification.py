@@ -456,7 +456,7 @@ def test_timezone_header_offset(tmp_path):
     """``-o timezone=header-offset``: the header's numeric TimeZone instead of its named zone."""
     import json
 
-    from batsched_ml.validation import ValidationError
+    from batsched_ml.config.validate import ValidationError
 
     wl = dict(RACE, swf={"UnixStartTime": 843480031, "TimeZone": 3600, "TimeZoneString": "Europe/Stockholm",
                          "subtime_offset": 0.0})
@@ -475,8 +475,8 @@ def test_timezone_header_offset(tmp_path):
 
 @needs_kth
 def test_small_first_probability_head_start_bounds_who_passes_whom():
+    from batsched_ml.config.validate import ValidationError
     from batsched_ml.core.job import Job
-    from batsched_ml.validation import ValidationError
 
     def mk(i, sub, small, p):
         j = Job(id=f"w0!{i}", workload="w0", name=str(i), subtime=sub, walltime=10, res=1, profile="p",

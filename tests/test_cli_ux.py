@@ -3,6 +3,7 @@ no traceback; defaults and every argument described in --help; plugin options li
 
 from __future__ import annotations
 
+import csv
 import math
 import subprocess
 import sys
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml import cli, validation
+from batsched_ml import cli
 from batsched_ml.analysis import compute_metrics
+from batsched_ml.config import validate
 from batsched_ml.runner import build_scheduler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,8 +115,8 @@ def test_python_api_validates_too():
 
 @pytest.mark.parametrize("value", [True, "5", math.nan, -math.inf, None])
 def test_check_number_refuses_what_is_not_a_finite_number(value):
-    with pytest.raises(validation.ValidationError, match="must be"):
-        validation.positive(value, "x")
+    with pytest.raises(validate.ValidationError, match="must be"):
+        validate.positive(value, "x")
 
 
 # ----------------------------------------------------------- §8 small CLI things
@@ -216,7 +218,7 @@ def test_the_installed_command_prints_no_traceback():
     done = subprocess.run([sys.executable, "-m", "batsched_ml.cli", "simulate", "-p", PLATFORM, "-w", WORKLOAD,
                            "--starvation-threshold", "-5"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert done.stderr.startswith("batsched-ml simulate: error: argument --starvation-threshold")
+    assert done.stderr.startswith("batsched-ml: error: argument --starvation-threshold")
     assert "Traceback" not in done.stderr
 
 
@@ -253,3 +255,89 @@ def test_benchmark_takes_a_trace_path(tmp_path):
     assert done.returncode == 0, done.stderr
     row = done.stdout.splitlines()[1].split()
     assert row[:2] == ["kth-excerpt", "200"]
+
+
+# ------------------------------------------------------------- issue 40 §2: metrics checks what it reads
+def _tiny_csv_with(tmp_path, **row0) -> str:
+    with open(JOBS_CSV, newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0].update(row0)
+    path = tmp_path / "edited_jobs.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return str(path)
+
+
+def test_metrics_refuses_a_start_before_the_submission(tmp_path, capsys):
+    """It returned 0, leaked numpy's RuntimeWarning with a source line and printed geomean_wait nan."""
+    path = _tiny_csv_with(tmp_path, submission_time="100.000000", starting_time="0.000400")
+    code, out, err = run(capsys, "metrics", path)
+    assert_one_line_error(code, err, f"{path} is not a valid schedule", "early-start: w0!15: started at 0.000400, "
+                          "submitted at 100.000000", "batsched-ml check")
+    assert out == "" and "RuntimeWarning" not in err and "nan" not in err
+
+
+def test_metrics_refuses_a_job_written_twice(tmp_path, capsys):
+    path = _tiny_csv_with(tmp_path)
+    with open(path) as f:
+        lines = f.read().splitlines()
+    with open(path, "a") as f:
+        f.write(lines[1] + "\n")
+    code, _, err = run(capsys, "metrics", path)
+    assert_one_line_error(code, err, "duplicate: w0!15: 1 attempt(s) written more than once")
+
+
+def test_metrics_takes_a_file_whose_allocations_check_would_refuse(tmp_path, capsys):
+    """No figure reads allocations (another simulator may write dummy ones): `check` judges them."""
+    code, out, _ = run(capsys, "metrics", _tiny_csv_with(tmp_path, allocated_resources="0-2"))
+    assert code == 0 and "avebsld" in out
+
+
+@pytest.mark.parametrize("name, content, fragment", [
+    ("w.json", '{"nb_res": 4, "jobs": [], "profiles": {}}\n', "this is JSON (a Batsim workload?), not a jobs CSV"),
+    ("t.swf", "; Version: 2.2\n1 0 0 10 1 -1 -1 1 20 -1 1 1 1 1 1 -1 -1 -1\n", "this looks like an SWF trace, not a "
+     "jobs CSV"),
+])
+def test_metrics_on_a_workload_says_what_it_is(tmp_path, capsys, name, content, fragment):
+    """It listed 17 missing columns."""
+    (tmp_path / name).write_text(content)
+    code, _, err = run(capsys, "metrics", str(tmp_path / name))
+    assert_one_line_error(code, err, fragment)
+    assert "missing column" not in err
+
+
+def test_metrics_on_the_shipped_workload_says_it_is_a_workload(capsys):
+    code, _, err = run(capsys, "metrics", str(ROOT / "workloads" / "KTH-SP2-1k.json"))
+    assert_one_line_error(code, err, "this is JSON (a Batsim workload?)")
+
+
+# ------------------------------------------------------------- issue 40 §6: what the first hour meets
+@pytest.mark.parametrize("argv, helps", [
+    (("simulate", "-w", WORKLOAD), "batsched-ml simulate --help"),
+    (("simulate", "-p", PLATFORM, "-w", WORKLOAD, "--bogus"), "batsched-ml simulate --help"),
+    (("campaign", "run"), "batsched-ml campaign run --help"),
+    (("plot", JOBS_CSV), "batsched-ml plot --help"),
+    (("nosuchcommand",), "batsched-ml --help"),
+])
+def test_argparse_errors_start_like_every_other_error(capsys, argv, helps):
+    """The README promises `batsched-ml: error:`; argparse wrote `batsched-ml simulate: error:`."""
+    code, _, err = run(capsys, *argv)
+    assert_one_line_error(code, err, f"(see: {helps})")
+    assert err.startswith("batsched-ml: error: ")
+
+
+def test_plot_help_says_no_extra_is_needed(capsys):
+    """matplotlib is a core dependency: the 'plots' extra is no longer needed."""
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "'plots' extra" not in out
+    code, out, _ = run(capsys, "plot", "--help")
+    assert code == 0 and "extra" not in out
+
+
+def test_run_json_ends_with_a_newline(tmp_path, capsys):
+    code, _, _ = run(capsys, *simulate(tmp_path, "--quiet"))
+    assert code == 0
+    text = (tmp_path / "run_run.json").read_text()
+    assert text.endswith("}\n") and '"status": "complete"' in text

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from batsched_ml import cli, plugins
-from batsched_ml.compose import build_scheduler, resolve
-from batsched_ml.config import ConfigError, RunConfig, settings
-from batsched_ml.params import Params
-from batsched_ml.plugins import PluginError
+from batsched_ml import cli
+from batsched_ml.config import plugins
+from batsched_ml.config.compose import build_scheduler
+from batsched_ml.config.declare import ConfigError, RunConfig, settings
+from batsched_ml.config.params import Params
+from batsched_ml.config.plugins import PluginError
+from batsched_ml.config.resolve import resolve
 from test_cli_ux import assert_one_line_error, run  # tests/ is on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,7 +135,9 @@ def test_cli_table_and_python_build_the_same_configuration():
     from_python = RunConfig(predictor="eloss", correction="incremental", backfill_order="sjbf", seed=4,
                             options={"predictor_gamma": "small-area"})
     assert from_cli == from_table == from_python
-    assert resolve(from_cli).label() == "easy fcfs, eloss/incremental, sjbf"
+    from batsched_ml.config.resolve import run_label
+
+    assert run_label(resolve(from_cli)) == "easy fcfs, eloss/incremental, sjbf, predictor_gamma=small-area"
 
 
 def test_every_setting_has_one_flag_in_simulate_and_serve():
@@ -153,6 +157,26 @@ def test_resolve_fills_only_what_the_scheduler_takes():
     assert resolve(RunConfig(predictor="ave2", correction="doubling")).correction_timing == "immediate"
     assert resolve(RunConfig(predictor="ave2")).correction_timing is None
     assert resolve(easy) == easy  # idempotent
+
+
+def test_resolve_loads_each_plugin_once(monkeypatch):
+    """Resolving reads in one direction: the plugins a configuration names are loaded once, then
+    their options read from what was loaded (issue 40 §6), not fetched again component by component."""
+    from batsched_ml.config import resolve as resolving
+
+    calls = []
+
+    def counting_load(kind, name):
+        calls.append((kind, name))
+        return plugins.load(kind, name)
+
+    monkeypatch.setattr(resolving, "load", counting_load)
+    config = RunConfig(scheduler="easy", policy="spf", predictor="ave2", correction="incremental",
+                       classifier="random-forest", options={"predictor_window": 3, "n_estimators": 10})
+    resolved = resolving.resolve(config)
+    assert resolved.options == {"predictor_window": 3, "n_estimators": 10}
+    assert sorted(calls) == sorted({("schedulers", "easy"), ("policies", "spf"), ("predictors", "ave2"),
+                                    ("corrections", "incremental"), ("classifiers", "random-forest")})
 
 
 # ------------------------------------------------------- third-party schedulers
@@ -213,14 +237,14 @@ def test_plugins_marks_broken_entry_points(third_party, capsys):
 
 def test_api_version_is_checked(third_party, tmp_path, capsys):
     code, _, err = run(capsys, *simulate(tmp_path, "--scheduler", "future"))
-    one_line_error(code, err, "of futureplugin 3.0) needs plugin API 2.0; this batsched-ml provides 1.1")
+    one_line_error(code, err, "of futureplugin 3.0) needs plugin API 2.0; this batsched-ml provides 1.2")
     code, _, err = run(capsys, *simulate(tmp_path, "--scheduler", "newer-minor"))
     one_line_error(code, err, "needs plugin API 1.9")
 
 
 # ------------------------------------------------------- scikit-learn's contract
 def _learning_components():
-    from batsched_ml.plugins import entries, load_entry
+    from batsched_ml.config.plugins import entries, load_entry
 
     for kind in ("predictors", "corrections", "classifiers", "distributions"):
         for name, entry in entries(kind).items():

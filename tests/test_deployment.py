@@ -34,6 +34,19 @@ def test_compose_file_matches_the_compose_spec(tmp_path):
     assert f"{COMPOSE}::" not in report, report  # the real file has no error
 
 
+# The top level Compose v1 reads (docker-compose 1.29's schema: these keys and x- extensions); a
+# top-level `name:` (Compose v2 only) made Debian's docker-compose 1.29.2 refuse the file.
+COMPOSE_V1_TOP_LEVEL = ("version", "services", "networks", "volumes", "secrets", "configs")
+
+
+def test_compose_file_is_read_by_compose_v1_too():
+    top = compose()
+    extra = [key for key in top if key not in COMPOSE_V1_TOP_LEVEL and not key.startswith("x-")]
+    assert not extra, f"Compose v1 refuses the top-level key(s) {extra}"
+    docs = (ROOT / "docs" / "deployment.md").read_text()
+    assert "docker-compose" in docs and "1.29.2" in docs
+
+
 def test_documented_command_lets_batsim_finish_writing():
     """Batsim writes its CSVs after the scheduler answered SIMULATION_ENDS, and `serve` exits right
     after answering: the run must end with Batsim's exit (`compose run batsim`), not the first

@@ -39,3 +39,9 @@ def test_the_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "tutorial" / "index.html").is_file()
     reference = (tmp_path / "site" / "configuration" / "index.html").read_text(encoding="utf-8")
     assert "--kill-false-small" in reference and "<!-- settings -->" not in reference
+    # the API reference (issue 40 §6): no raw Sphinx role, Job's fields and needs_walltime listed
+    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    assert not re.findall(r":(?:class|meth|func|data|attr|mod|exc):<code>", api)
+    for field in ("id", "walltime", "res", "data", "estimate", "start_time", "final_state", "info"):
+        assert f'id="batsched_ml.api.Job.{field}"' in api, field
+    assert 'id="batsched_ml.api.QueueScheduler.needs_walltime"' in api

@@ -17,10 +17,10 @@ import random
 
 import pytest
 
+from batsched_ml.config.compose import build_policy
+from batsched_ml.config.plugins import available
 from batsched_ml.core.decision_core import DecisionCore
 from batsched_ml.core.scheduler import CALL_MARGIN, EXACT_CALL_MARGIN, Scheduler
-from batsched_ml.compose import build_policy
-from batsched_ml.plugins import available
 from batsched_ml.policies.orders import SJBF
 from batsched_ml.runner import build_scheduler, in_process, load_inputs
 from batsched_ml.simulator.engine import BATSIM_LATENCY, NO_LATENCY, Simulator

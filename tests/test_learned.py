@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from batsched_ml.cli import main
+from batsched_ml.config.compose import build_policy
 from batsched_ml.learning.regression import Shape, all_shapes, fit_all, fit_shape, policy_document
 from batsched_ml.learning.trials import draw_tuples, simulate_trials, trial_scores
-from batsched_ml.compose import build_policy
 from batsched_ml.policies.expression import ExpressionError, ExpressionPolicy
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.workloads.lublin import generate_lublin, lublin_jobs
@@ -69,7 +69,7 @@ def test_generate_command_writes_identical_files(tmp_path, capsys):
     from batsched_ml.workloads import read_platform
 
     assert read_platform(tmp_path / "a.xml").nb_hosts == 32
-    with pytest.raises(SystemExit) as exit_:  # rejected by the argument parser (validation.py)
+    with pytest.raises(SystemExit) as exit_:  # rejected by the argument parser (config/validate.py)
         main(["generate", "lublin", "--cores", "0", "--jobs", "5", "-w", str(tmp_path / "c.json")])
     assert exit_.value.code == 2
 

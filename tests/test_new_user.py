@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from batsched_ml import cli, interrupts
+from batsched_ml.config.validate import max_cores
 from batsched_ml.protocol import codec
-from batsched_ml.validation import max_cores
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = str(ROOT / "platforms" / "cluster-100.xml")
@@ -165,8 +165,8 @@ def test_run_json_never_exists_without_both_csvs(tmp_path, capsys, monkeypatch):
 
     original = run_outputs.write_run_description
 
-    def write_then_interrupt(*args):
-        path = original(*args)
+    def write_then_interrupt(*args, **kwargs):
+        path = original(*args, **kwargs)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_outputs, "write_run_description", write_then_interrupt)
@@ -323,7 +323,7 @@ def test_simulate_o_without_equals_hints_at_e(tmp_path, capsys):
 def test_unrecognized_arguments_point_to_the_command_help(capsys, argv, help_of):
     code, _, err = run(capsys, *argv)
     line = one_line(err)
-    assert code == 2 and line.startswith(f"{help_of}: error: unrecognized arguments")
+    assert code == 2 and line.startswith("batsched-ml: error: unrecognized arguments")  # as every error
     assert line.endswith(f"(see: {help_of} --help)")
 
 

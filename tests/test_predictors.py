@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from batsched_ml import runner
+from batsched_ml.config.compose import build_estimator
 from batsched_ml.core.job import RUNNING, Job
-from batsched_ml.compose import build_estimator
 from batsched_ml.predictors import Correction, Estimator
 from batsched_ml.predictors.basic import Clairvoyant, RequestedTime, UserAverage
 from batsched_ml.predictors.corrections import (

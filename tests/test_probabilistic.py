@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from batsched_ml.cli import main as cli_main
+from batsched_ml.config.plugins import available
 from batsched_ml.core.job import Job
 from batsched_ml.distributions import RuntimeBins
 from batsched_ml.distributions.hmm import HMMDistribution, _distinct_rows
 from batsched_ml.distributions.user import UserDistribution
-from batsched_ml.plugins import available
 from batsched_ml.runner import build_scheduler, simulate
 from batsched_ml.scheduling.release_dp import ReleaseOutlook, RunningTerminations
 

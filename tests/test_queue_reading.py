@@ -2,10 +2,10 @@
 
 import random
 
+from batsched_ml.config.compose import build_policy
 from batsched_ml.core.job import Job
 from batsched_ml.core.minindex import MinIndex
 from batsched_ml.core.queue import JobQueue
-from batsched_ml.compose import build_policy
 from batsched_ml.policies.orders import SJBF
 from batsched_ml.scheduling.core_profile import CoreProfile
 from batsched_ml.scheduling.profile import CountProfile

@@ -133,18 +133,18 @@ def test_observation_is_normalised_and_describes_the_window(simulator):
 
 
 def edge_workload(seed: int, nb_jobs: int = 400) -> dict:
-    """Jobs that exercise the lean core's rules: fractional and equal submission times, zero run times,
-    run times beyond the walltime (ended at it), no walltime (EASY rejects them), more cores than the
-    machine or none (rejected)."""
+    """Jobs that exercise the lean core's rules: fractional and equal submission times, run times of a
+    millisecond (Batsim refuses a delay of 0), run times beyond the walltime (ended at it), no walltime
+    (EASY rejects them), more cores than the machine (rejected)."""
     rng = np.random.default_rng(seed)
     subtimes = np.sort(np.round(np.cumsum(rng.exponential(40.0, nb_jobs)) * rng.choice([1.0, 1.0, 0.0], nb_jobs), 3))
     subtimes = np.maximum.accumulate(subtimes)
     jobs, profiles = [], {}
     for i, sub in enumerate(subtimes):
-        delay = float(rng.choice([0.0, round(float(rng.exponential(300.0)), 4), 60.0]))
-        walltime = float(rng.choice([-1.0, 60.0, round(delay * float(rng.uniform(0.8, 4.0)), 2), 3600.0],
+        delay = float(rng.choice([0.001, max(round(float(rng.exponential(300.0)), 4), 0.001), 60.0]))
+        walltime = float(rng.choice([-1.0, 60.0, max(round(delay * float(rng.uniform(0.8, 4.0)), 2), 0.001), 3600.0],
                                     p=[0.03, 0.1, 0.77, 0.1]))
-        res = int(rng.choice([0, 120, int(rng.integers(1, 101))], p=[0.01, 0.01, 0.98]))
+        res = int(rng.choice([1, 120, int(rng.integers(1, 101))], p=[0.01, 0.01, 0.98]))
         profiles[f"d{delay}"] = {"type": "delay", "delay": delay}
         jobs.append({"id": str(i), "subtime": float(sub), "walltime": walltime, "res": res, "profile": f"d{delay}"})
     return {"nb_res": 100, "jobs": jobs, "profiles": profiles}
@@ -166,7 +166,8 @@ def lockstep(lean, full, seed, options=None):
             return steps
         assert (ia["time"], ia["queued"]) == (ib["time"], ib["queued"])
         np.testing.assert_array_equal(lean.window_features(), full.window_features())
-        action = int(rng.integers(np.count_nonzero(ia["action_mask"]) + (steps % 17 == 0)))  # some invalid
+        action = int(rng.integers(np.count_nonzero(ia["action_mask"]) + (steps % 17 == 0)))  # some masked
+        action = min(action, lean.window - 1)
         (oa, ra, ta, _, ia), (ob, rb, tb, _, ib) = lean.step(action), full.step(action)
         assert (ra, ta) == (rb, tb)
         steps += 1
@@ -196,9 +197,11 @@ def test_masked_actions_are_never_executed():
     """An action outside the mask starts the oldest job instead (and says so): the episode is the one
     where the agent always picks slot 0."""
     def invalid(env, obs, info):
-        return int(np.count_nonzero(info["action_mask"]))  # the first empty slot (or past the window)
+        count = int(np.count_nonzero(info["action_mask"]))
+        assert count < env.window  # so that an empty slot exists
+        return count  # the first empty slot
 
-    env = make(window=16)
+    env = make(window=64)
     ret_invalid, steps, info, _ = play(env, invalid, seed=5)
     assert info["episode"]["invalid_actions"] == steps
     ret_oldest, steps2, info2, _ = play(env, lambda e, o, i: 0, seed=5)
@@ -223,6 +226,24 @@ def test_masked_actions_are_never_executed():
         assert queue.first(0.0) is expected
     queue._pick = None  # noqa: SLF001
     assert queue.first(0.0) is jobs[1] and queue.invalid_actions == 4 and queue.decisions == 5
+
+
+@pytest.mark.parametrize("simulator", ["lean", "full"])
+def test_an_action_outside_the_action_space_raises(simulator):
+    """Gymnasium's contract: step() takes an element of action_space. Slot 999 of 16, -1 and 2.7
+    raise (they used to be taken as masked slots, 2.7 as slot 2); a masked slot inside the space
+    starts the oldest job and says so; NumPy integers are actions."""
+    env = make(window=16, simulator=simulator)
+    _, info = env.reset(seed=1)
+    for action in (999, 16, -1, 2.7, "1", None, np.float64(1.0)):
+        with pytest.raises(ValueError, match=r"not in the action space Discrete\(16\)"):
+            env.step(action)
+    empty = int(np.count_nonzero(info["action_mask"]))
+    assert empty < 16
+    _, _, _, _, info = env.step(np.int64(empty))
+    assert info["invalid_action"] is True
+    _, _, _, _, info = env.step(np.int32(0))
+    assert info["invalid_action"] is False
 
 
 @pytest.mark.parametrize("backfill", ["none", "easy"])
@@ -365,8 +386,28 @@ def test_training_resumes_to_the_same_policy(tmp_path, capsys):
     assert not np.all(a.parameters() == 0)  # it moved from the all-FCFS start
     # other settings on the same checkpoint: refused, with what differs
     code = cli_main(["train-policy", KTH, "-o", str(resumed), "--sequence-length", "100", "--sequences", "1",
-                     "--population", "4", "--hidden", "4", "-q", "--generations", "3"])
-    assert code == 2 and "population: 3 -> 4" in capsys.readouterr().err
+                     "--population", "4", "--hidden", "4", "-q", "--generations", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "population: 3 -> 4" in err
+    assert "generations" not in err  # a larger --generations is allowed, so it is no difference
+
+
+def test_training_resumes_with_the_trace_given_by_another_path(tmp_path, capsys, monkeypatch):
+    """--resume compared path strings: the same trace by a relative path was refused."""
+    train(tmp_path, "c.json", "--generations", "1")
+    monkeypatch.chdir(ROOT / "workloads")
+    code = cli_main(["train-policy", "KTH-SP2-1k.json", "-o", str(tmp_path / "c.json"), "--sequence-length", "100",
+                     "--sequences", "1", "--population", "3", "--hidden", "4", "--generations", "2"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "resuming from" in err and "at generation 1" in err
+    assert load_network(tmp_path / "c.json").metadata["generations"] == 2
+    # another trace is still refused, and named
+    other = tmp_path / "other.json"
+    other.write_bytes((ROOT / "workloads" / "KTH-SP2-1k.json").read_bytes())
+    code = cli_main(["train-policy", str(other), "-o", str(tmp_path / "c.json"), "--sequence-length", "100",
+                     "--sequences", "1", "--population", "3", "--hidden", "4", "--generations", "3", "-q"])
+    assert code == 2 and "workload: " in capsys.readouterr().err
 
 
 def test_trained_policy_gives_the_same_schedule_embedded_and_through_serve(tmp_path, capsys):
@@ -501,3 +542,65 @@ def test_the_estimate_feature_follows_the_configured_predictor():
 
     requested, actual = estimates(None), estimates("clairvoyant")
     assert len(requested) == len(actual) and (actual <= requested + 1e-6).all() and (actual < requested - 0.01).any()
+
+
+# ------------------------------------------------------------------ issue 40 §6: the first hour
+
+
+def test_the_default_sequence_length_works_on_the_bundled_sample():
+    """1,024 jobs by default failed with a ValueError on the 1,000-job sample: the default is now the
+    whole start range when it holds fewer; a length asked for explicitly says what fits."""
+    env = SchedulingEnv(KTH)
+    assert env.sequences.length == 1000
+    _, steps, info, _ = play(env, lambda e, o, i: 0)
+    assert info["episode"]["jobs"] == 1000 and steps > 0
+    assert SchedulingEnv(KTH, start_range=(0.0, 0.8)).sequences.length == 800
+    with pytest.raises(ValueError, match=r"1000 jobs in start range 0-1, fewer than a sequence of 1024: give a "
+                                         r"sequence length of at most 1000"):
+        SchedulingEnv(KTH, sequence_length=1024)
+
+
+def test_the_docs_example_runs_from_a_clone(monkeypatch):
+    """docs/rl.md's first example named an SDSC trace that is not shipped: it runs as written from the
+    repository's root (with an agent of one's own)."""
+    text = (ROOT / "docs" / "rl.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "workloads/KTH-SP2-1k.json" in code
+    monkeypatch.chdir(ROOT)
+    printed = []
+    namespace = {"my_agent": lambda obs, mask: int(mask.argmax()), "print": printed.append}
+    exec(compile(code, "docs/rl.md", "exec"), namespace)
+    assert len(printed) == 1 and printed[0] >= 1.0  # the episode's AVEbsld
+
+
+def test_bench_rl_env_takes_lublin_specs():
+    """The docs quote Lublin figures; the benchmark refused ``lublin:`` specs (no such file)."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_rl_env.py"), "lublin:32:300",
+                           "--episodes", "1", "--backfill", "none", "--window", "8"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    row = [line for line in done.stdout.splitlines() if line.startswith("| lublin:32:300 |")]
+    assert len(row) == 1 and "| none | 1 |" in row[0]
+
+
+def test_ppo_progress_in_a_log_is_status_lines_not_a_carriage_return_bar():
+    """PPO wrote tqdm's carriage-return bar into non-terminal logs (123 updates on one line): it now
+    has the campaign's progress, a bar on a terminal only, status lines in steps otherwise."""
+    import io
+    import time
+
+    from batsched_ml.rl.ppo import step_progress
+
+    stream = io.StringIO()
+    progress = step_progress(20_480, 1_024, True, stream=stream)  # resumed at 1,024 steps
+    assert progress.mode == "lines"
+    progress.first_after = progress.interval = 0.05
+    progress.start()
+    progress.advance(1_024)
+    time.sleep(0.3)
+    progress.close()
+    text = stream.getvalue()
+    assert "\r" not in text and text.count("\n") >= 2
+    assert text.splitlines()[-1].startswith("train-policy (ppo): 2,048/20,480 steps, ")
+    assert "ETA" in text and "tasks" not in text
+    assert step_progress(100, 0, False, stream=stream).mode == "off"

@@ -58,6 +58,23 @@ def test_serve_plus_connect_equals_in_process_byte_for_byte(tmp_path, capsys, fl
     capsys.readouterr()
 
 
+def test_connect_writes_its_run_description(tmp_path, capsys):
+    """``simulate --connect`` wrote no PREFIX_run.json: now one saying whom it drove, complete at the end
+    (plot labels and the partial-run warnings read it), with a trailing newline."""
+    endpoint = tcp_endpoint()
+    serve = start_serve(endpoint, "--scheduler", "easy")
+    code = simulate_cli(tmp_path / "remote", "--connect", endpoint, "--timeout", "20", "--quiet")
+    _, err = serve.communicate(timeout=TIMEOUT)
+    assert code == 0 and serve.returncode == 0, err
+    text = (tmp_path / "remote_run.json").read_text()
+    assert text.endswith("}\n")
+    description = json.loads(text)
+    assert description["status"] == "complete" and description["connect"] == endpoint
+    assert description["label"] == f"scheduler at {endpoint}" and description["dynamic_jobs"] is False
+    assert description["workloads"] == [str(TINY[1])]
+    capsys.readouterr()
+
+
 def test_connect_default_is_off_like_batsim(tmp_path, capsys):
     """A requeueing scheduler behind serve needs Batsim's --enable-dynamic-jobs; without it both
     sides say so, naming the flag (a scheduler that never registers jobs works as with Batsim)."""

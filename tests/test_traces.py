@@ -506,7 +506,7 @@ def test_timezone_option_overrides_the_workload_zone_and_is_validated(tmp_path):
     unix_start_time), accepts a tz name or seconds, and a bad value is one line, exit 2."""
     import warnings
 
-    from batsched_ml.validation import ValidationError
+    from batsched_ml.config.validate import ValidationError
     from batsched_ml.workloads.loader import write_workload
 
     workload = load_workload(SAMPLE)

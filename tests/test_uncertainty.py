@@ -149,14 +149,14 @@ def test_campaign_section(tmp_path):
                              lambda r, m: r["v"])
     table = [line for line in lines if line.startswith("| ")]
     assert table[1].startswith("| base | 3 | 100.0 [100.0, 100.0] |")
-    assert "+35.0%" in table[2] and "~" not in table[2]
+    assert "-35.0% [-40.0, -30.0] better" in table[2] and "~" not in table[2]  # the change, not the reduction
     assert "~" in table[3]  # -0.3% with seeds on both sides of 0
     assert not any("broken" in line for line in table)
     # a baseline run once (seed 0) beside a config's five seeds: every seed is compared with it
     once = [r for r in rows if r["config"] != "base" or r["seed"] == 0]
     lines = campaign_section(once, "T", ["base", "learned"], "base", ["cum_bsld60"], lambda r, m: r["v"])
     row = next(line for line in lines if line.startswith("| learned"))
-    assert "| 3 |" in row and "+35.0% [+30.0, +40.0]" in row
+    assert "| 3 |" in row and "-35.0% [-40.0, -30.0] better" in row
     # single deterministic runs: the jobs resampled
     waits = np.random.default_rng(0).exponential(3000, 300)
     paths = {"base": _jobs_csv(tmp_path / "b.csv", waits), "better": _jobs_csv(tmp_path / "x.csv", waits * 0.5)}
@@ -165,7 +165,7 @@ def test_campaign_section(tmp_path):
                              lambda r, m: {"base": 3000.0, "better": 1500.0}[r["config"]] if m == "mean_wait" else 0,
                              single_run_jobs=paths.get)
     row = next(line for line in lines if line.startswith("| better"))
-    assert "+50.0% [+50.0, +50.0] (jobs)" in row
+    assert "-50.0% [-50.0, -50.0] better (jobs)" in row
 
 
 def test_run_figures_of_a_jobs_csv(tmp_path):

@@ -270,13 +270,13 @@ def _bad(tmp_path, mutate):
     (lambda w: w["jobs"][1].update(profile="nope"), r"job 1 \(#1\): profile 'nope' is not defined"),
     (lambda w: w.pop("profiles"), r"missing 'profiles'"),
     (lambda w: w.pop("jobs"), r"missing 'jobs'"),
-    (lambda w: w["jobs"][2].pop("res"), r"job #2 \(id 2\) is missing 'res'"),
+    (lambda w: w["jobs"][2].pop("res"), r"job 2 \(#2\): missing 'res'"),
     (lambda w: w["jobs"][0].pop("subtime"), r"missing 'subtime'"),
     (lambda w: w["jobs"][2].update(id="1"), r"job '1' \(#2\): duplicate id"),
-    (lambda w: w["jobs"][0].update(subtime="soon"), r"'subtime' must be a non-negative number"),
+    (lambda w: w["jobs"][0].update(subtime="soon"), r"'subtime' must be a number, got 'soon'"),
     (lambda w: w["jobs"][0].update(res=1.5), r"'res' must be a positive integer"),
-    (lambda w: w["jobs"][0].update(walltime=None), r"'walltime' must be a number"),
-    (lambda w: w["profiles"]["p0"].update(delay="x"), r"delay profile 'p0'"),
+    (lambda w: w["jobs"][0].update(walltime=None), r"'walltime' is None: it must be -1 \(no walltime\) or a strictly positive number"),
+    (lambda w: w["profiles"]["p0"].update(delay="x"), r"profile 'p0': 'delay' must be a strictly positive number"),
 ])
 def test_load_workload_errors(tmp_path, mutate, message):
     with pytest.raises(WorkloadError, match=r"bad\.json: .*" + message):
@@ -323,16 +323,16 @@ def test_radicals_hosts_and_masters(tmp_path):
     xml = """<?xml version='1.0'?>
 <platform version="4.1"><zone id="z" routing="Full">
   <cluster id="a" prefix="c-" suffix=".x" radical="0-3,8,10-12" speed="1Gf" bw="1GBps" lat="0us"/>
-  <host id="solo" speed="1Gf"/>
+  <host id="solo" speed="1Gf"><prop id="role" value="compute_node"/></host>
   <host id="boss" speed="1Gf"><prop id="role" value="master"/></host>
-  <host id="master_host" speed="1Gf"/>
+  <host id="disk" speed="0f"><prop id="role" value="storage"/></host>
   <cluster id="m" prefix="master" suffix="" radical="0-1" speed="1Gf" bw="1GBps" lat="0us"/>
 </zone></platform>"""
     (tmp_path / "p.xml").write_text(xml)
     platform = read_platform(tmp_path / "p.xml")
-    assert platform.nb_hosts == 9
+    assert platform.nb_hosts == 11  # hosts named master* without the role compute, as in Batsim
     assert platform.host_names == sorted(
-        [f"c-{i}.x" for i in (0, 1, 2, 3, 8, 10, 11, 12)] + ["solo"])
+        [f"c-{i}.x" for i in (0, 1, 2, 3, 8, 10, 11, 12)] + ["solo", "master0", "master1"])
     assert platform.host_names[:3] == ["c-0.x", "c-1.x", "c-10.x"]
 
 
@@ -341,10 +341,56 @@ def test_platform_errors(tmp_path):
     with pytest.raises(PlatformError, match=r"bad\.xml: malformed XML"):
         read_platform(tmp_path / "bad.xml")
     (tmp_path / "empty.xml").write_text(
-        '<platform><zone id="z"><host id="master_host0" speed="1Gf"/></zone></platform>')
+        '<platform><zone id="z"><host id="master_host" speed="1Gf"/></zone></platform>')
     with pytest.raises(PlatformError, match=r"empty\.xml: no compute host"):
         read_platform(tmp_path / "empty.xml")
     (tmp_path / "rad.xml").write_text(
         '<platform><cluster id="c" prefix="n" suffix="" radical="0-x"/></platform>')
     with pytest.raises(PlatformError, match=r"rad\.xml: cluster 'c': bad radical"):
         read_platform(tmp_path / "rad.xml")
+
+
+# ------------------------------------------------------------------ a cut trace (issue 40 §2)
+
+_JOB = "{} {} 0 100 4 -1 -1 4 200 -1 1 1 1 1 1 -1 -1 -1\n"
+
+
+def _trace_file(tmp_path, header: str, nb_jobs: int) -> Path:
+    path = tmp_path / "t.swf"
+    path.write_text(header + "".join(_JOB.format(i + 1, 10 * i) for i in range(nb_jobs)))
+    return path
+
+
+@pytest.mark.parametrize("header, nb_jobs, warned", [
+    ("; MaxJobs: 1000\n; MaxProcs: 8\n", 293, True),  # a download cut at a line boundary
+    ("; MaxJobs: 5\n; MaxProcs: 8\n", 5, False),
+    # a cleaned log keeps its MaxJobs and says what it removed
+    ("; MaxJobs: 9\n; MaxProcs: 8\n; Note: THIS IS A CLEANED VERSION OF THE LOG!\n;   user=3 (3 jobs removed)\n"
+     ";   job<=1 (1 job removed)\n", 5, False),
+    ("; MaxJobs: 9\n; MaxProcs: 8\n;   user=3 (3 jobs removed)\n", 5, True),
+    ("; MaxProcs: 8\n", 5, False),  # no MaxJobs: nothing to compare with
+])
+def test_a_trace_with_fewer_jobs_than_its_header_announces_warns(tmp_path, header, nb_jobs, warned):
+    _, report = swf_to_workload(read_swf(_trace_file(tmp_path, header, nb_jobs)), max_jobs=3)
+    cut = [w for w in report.all_warnings() if "the header announces" in w]
+    assert bool(cut) == warned, report.all_warnings()
+    if warned:
+        assert f"but the file holds {nb_jobs} job lines: is it cut" in cut[0]
+
+
+def test_convert_says_a_cut_trace_may_be_cut(tmp_path, capsys):
+    from batsched_ml.cli import main
+
+    path = _trace_file(tmp_path, "; MaxJobs: 1000\n; MaxProcs: 8\n", 293)
+    assert main(["convert", str(path), "-w", str(tmp_path / "w.json")]) == 0
+    err = capsys.readouterr().err
+    assert "batsched-ml: warning: the header announces 1,000 jobs" in err and "holds 293 job lines" in err
+
+
+def test_the_shipped_traces_hold_what_their_headers_announce(shared):
+    """Archive traces: MaxJobs less the cleaning's removals is the lines read (checked on all twelve
+    when written; three here: one removal, five with MaxRecords already less them, one of 24,025)."""
+    for name, jobs in (("KTH-SP2-1996-2.1-cln", 28476), ("SDSC-SP2-1998-4.2-cln", 59715),
+                       ("NASA-iPSC-1993-3.1-cln", 18239)):
+        trace = read_swf(shared / "traces" / f"{name}.swf.gz")
+        assert trace.announced_jobs() == len(trace) == jobs, name

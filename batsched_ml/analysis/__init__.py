@@ -10,8 +10,10 @@ from .metrics import (
     merge_attempts,
     per_job_bsld,
     read_jobs_csv,
+    read_schedule,
     read_schedule_csv,
     schedule_csv_for,
+    schedule_file_for,
 )
 
 __all__ = [
@@ -24,6 +26,8 @@ __all__ = [
     "merge_attempts",
     "per_job_bsld",
     "read_jobs_csv",
+    "read_schedule",
     "read_schedule_csv",
     "schedule_csv_for",
+    "schedule_file_for",
 ]

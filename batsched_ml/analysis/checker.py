@@ -39,6 +39,11 @@ from sortedcontainers import SortedList
 from ..protocol.codec import parse_alloc
 from .jobs_csv import JobsTable, read_jobs_csv
 
+# What makes a jobs CSV's figures wrong whatever the scheduler (``metrics`` refuses such a file): a start
+# before the submission (a negative wait), a job written twice, attempts that do not follow each other.
+# Allocations are left to ``check``: no figure reads them. The other kinds judge the scheduler
+# (idle-wait, head-wait) or say the run is partial (never-ended, killed-not-requeued: the commands warn).
+INCONSISTENT = ("duplicate", "attempts", "early-start")
 FINAL_STATES = ("COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED", "REJECTED", "COMPLETED_FAILED")
 KILLED = "COMPLETED_KILLED"
 TOLERANCE = 2e-6  # two %f roundings
@@ -71,7 +76,7 @@ class _Attempt:
 
 
 def check_run(jobs, workloads=None, nb_cores: int | None = None, *, rejected=None,
-              idle_slack: float = IDLE_SLACK, tolerance: float = TOLERANCE,
+              idle_slack: float | None = IDLE_SLACK, tolerance: float = TOLERANCE,
               fcfs_head: bool = False) -> list[Violation]:
     """Violations of the run described by ``jobs`` (a jobs CSV path or a :class:`JobsTable`).
 
@@ -79,6 +84,7 @@ def check_run(jobs, workloads=None, nb_cores: int | None = None, *, rejected=Non
     as Batsim names them): every job must then appear, and delay profiles check execution
     times. ``nb_cores``: allocations must stay below it. ``rejected``: ``{job id: reason}``
     (e.g. ``dict(core.rejected)``): every rejection must then have a non-empty reason.
+    ``idle_slack=None`` leaves out the idle-wait check.
     """
     table = jobs if isinstance(jobs, JobsTable) else read_jobs_csv(jobs)
     if isinstance(workloads, (list, tuple)):
@@ -92,7 +98,8 @@ def check_run(jobs, workloads=None, nb_cores: int | None = None, *, rejected=Non
     ran = [a for a in attempts if not math.isnan(a.start)]
     masks = _check_allocations(ran, nb_cores, out)
     idle = _check_overlaps(ran, masks, tolerance, out)
-    _check_idle_waits(attempts, idle, idle_slack, out)
+    if idle_slack is not None:
+        _check_idle_waits(attempts, idle, idle_slack, out)
     if fcfs_head and nb_cores is not None:
         _check_head_waits(attempts, nb_cores, idle_slack, out)
     return out
@@ -173,7 +180,7 @@ def _check_runtime(a: _Attempt, profile, walltime: float, tol: float, out: list)
         return
     if abs(a.start + a.execution - a.finish) > tol * max(1.0, a.finish) * 2:
         out.append(Violation("runtime", a.id, f"start {a.start:f} + execution {a.execution:f} != finish {a.finish:f}"))
-    if not profile or profile.get("type") != "delay":
+    if not profile or profile.get("type") not in ("delay", "DelayProfile"):  # Batsim 4.2.1's name, Batsim 5's
         return
     delay = float(profile["delay"])
     if 0 <= walltime <= delay:
@@ -289,6 +296,19 @@ def _check_head_waits(attempts: list, nb_cores: int, slack: float, out: list) ->
             until = "the end" if math.isinf(following) else f"{following:f}"
             out.append(Violation("head-wait", heads[0].id, f"first in submission order, it fitted in the "
                                  f"{nb_cores - busy} free cores from {since:f} to {until} but waited"))
+
+
+def inconsistencies(jobs) -> list[Violation]:
+    """The violations of ``jobs`` (a path or a :class:`JobsTable`) that make its figures wrong
+    (:data:`INCONSISTENT`): a start before the submission, a job written twice... Only the jobs'
+    lives are read (no allocation), so it costs a fraction of ``check_run``."""
+    table = jobs if isinstance(jobs, JobsTable) else read_jobs_csv(jobs)
+    out: list[Violation] = []
+    by_job: dict[str, list[_Attempt]] = {}
+    for a in _attempts(table, out):
+        by_job.setdefault(a.base, []).append(a)
+    _check_lifecycles(by_job, None, None, TOLERANCE, out)
+    return [v for v in out if v.kind in INCONSISTENT]
 
 
 def violation_lines(violations: list[Violation], first: int = 20) -> list[str]:

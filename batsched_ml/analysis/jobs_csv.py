@@ -1,5 +1,6 @@
 """Reading Batsim's export files: ``PREFIX_jobs.csv`` (one row per attempt) into a column table,
-and the one-row ``PREFIX_schedule.csv``.
+and the one-row ``PREFIX_schedule.csv`` (Batsim 5: ``PREFIXjobs.csv``, whose profile column
+names ``workload!profile``, and ``PREFIXschedule.json``).
 
 Both transports write these files -- real Batsim behind the ZeroMQ server and the embedded
 simulator -- so this one reader serves every run; :mod:`batsched_ml.analysis.metrics` scores them.
@@ -11,6 +12,7 @@ import csv
 import gc
 import gzip
 import itertools
+import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +22,8 @@ from typing import Iterator, Sequence, Union
 import numpy as np
 
 __all__ = ["COMPLETED_FAILED", "COMPLETED_KILLED", "COMPLETED_SUCCESSFULLY", "COMPLETED_WALLTIME_REACHED",
-           "JOBS_COLUMNS", "REJECTED", "JobsTable", "read_jobs_csv", "read_schedule_csv", "schedule_csv_for"]
+           "JOBS_COLUMNS", "REJECTED", "JobsTable", "read_jobs_csv", "read_schedule", "read_schedule_csv",
+           "schedule_csv_for", "schedule_file_for"]
 
 JOBS_COLUMNS = (
     "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
@@ -145,7 +148,7 @@ def read_jobs_csv(path: PathLike) -> JobsTable:
                 raise ValueError(f"{path}: empty file, expected a Batsim jobs CSV header")
             missing = [c for c in JOBS_COLUMNS if c not in header]
             if missing:
-                raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+                raise ValueError(f"{path}: {_not_a_jobs_csv(header, missing)}")
             pos = {name: i for i, name in enumerate(header)}
             texts: dict = {name: [] for name in JOBS_COLUMNS
                            if name in _STR_COLUMNS or name in _DEFERRED_COLUMNS}
@@ -182,8 +185,29 @@ def read_jobs_csv(path: PathLike) -> JobsTable:
     return JobsTable(path=str(path), **cols)
 
 
-def read_schedule_csv(path: PathLike) -> dict:
-    """Read Batsim's one-row ``PREFIX_schedule.csv``: ints stay int, reals float, the rest str."""
+def _not_a_jobs_csv(header: list, missing: list) -> str:
+    """What a file without the jobs CSV's columns is, when its first line tells."""
+    first = ",".join(header).lstrip()
+    wanted = "a jobs CSV (the PREFIX_jobs.csv that `batsched-ml simulate` or Batsim writes)"
+    if first.startswith(("{", "[")):
+        return f"this is JSON (a Batsim workload?), not {wanted}"
+    if first.startswith(";"):
+        return f"this looks like an SWF trace, not {wanted}"
+    return f"missing column(s) {', '.join(missing)}: not {wanted}"
+
+
+def read_schedule(path: PathLike) -> dict:
+    """Read Batsim's schedule file: 4.2.1's one-row ``PREFIX_schedule.csv`` (ints stay int, reals
+    float, the rest str) or Batsim 5's ``PREFIXschedule.json`` (a JSON object)."""
+    if str(path).endswith((".json", ".json.gz")):
+        with _open_text(path) as f:
+            try:
+                out = json.load(f)
+            except ValueError as error:
+                raise ValueError(f"{path}: not Batsim 5's JSON schedule file: {error}") from None
+        if not isinstance(out, dict):
+            raise ValueError(f"{path}: a Batsim 5 schedule file holds one JSON object")
+        return out
     with _open_text(path) as f:
         rows = list(csv.DictReader(f))
     if len(rows) != 1:
@@ -202,14 +226,22 @@ def read_schedule_csv(path: PathLike) -> dict:
     return out
 
 
-def schedule_csv_for(jobs_path: PathLike) -> Path | None:
-    """The ``PREFIX_schedule.csv`` written next to ``PREFIX_jobs.csv(.gz)``, if present."""
+read_schedule_csv = read_schedule  # its name from before Batsim 5's JSON file
+
+
+def schedule_file_for(jobs_path: PathLike) -> Path | None:
+    """The schedule file written next to a jobs file, if present: ``PREFIX_schedule.csv`` beside
+    ``PREFIX_jobs.csv`` (Batsim 4.2.1), ``PREFIXschedule.json`` beside ``PREFIXjobs.csv`` (Batsim
+    5); either may be gzip'ed."""
     p = Path(jobs_path)
-    for suffix in ("_jobs.csv.gz", "_jobs.csv"):
+    for suffix in ("jobs.csv.gz", "jobs.csv"):
         if p.name.endswith(suffix):
-            prefix = p.name[: -len(suffix)]
-            for name in (prefix + "_schedule.csv", prefix + "_schedule.csv.gz"):
-                if (p.parent / name).is_file():
-                    return p.parent / name
+            stem = p.name[: -len(suffix)]
+            for name in ("schedule.csv", "schedule.csv.gz", "schedule.json", "schedule.json.gz"):
+                if (p.parent / (stem + name)).is_file():
+                    return p.parent / (stem + name)
             return None
     return None
+
+
+schedule_csv_for = schedule_file_for  # its name from before Batsim 5's JSON file

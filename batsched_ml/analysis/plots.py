@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config.validate import tau as check_tau
 from ..errors import PlotError
-from ..validation import tau as check_tau
 from .metrics import cumulative_bsld, merge_attempts, read_jobs_csv
 
 KINDS = ("cumbsld", "wait-ecdf")
@@ -39,6 +39,10 @@ FIGSIZE = (7.0, 4.2)  # inches: every figure, so that a report's figures line up
 TITLE_WIDTH = 70  # characters per title line at the default font on FIGSIZE
 NO_WAIT = 0.01  # s: a wait this short is Batsim's message latency, not waiting
 MATPLOTLIB_MISSING = "figures need matplotlib, which is not installed here: pip install matplotlib"
+# one line style and marker per curve, beside its colour: curves that overlap stay told apart (and in print)
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+MARKS_PER_CURVE = 12  # markers along a curve, evenly spaced on the figure (not one per job)
 
 
 def pyplot():
@@ -75,20 +79,31 @@ def save_figure(plt, fig, output) -> None:
     plt.close(fig)
 
 
-def _prefix(path) -> str:
+def _jobs_file_stem(path):
+    """A jobs file's name without ``jobs.csv``: ``easy_`` (Batsim 4.2.1's ``easy_jobs.csv``), ``easy-`` or
+    ``""`` (Batsim 5's ``easy-jobs.csv``, ``easy/jobs.csv``); None for another name."""
     name = Path(path).name
-    for suffix in ("_jobs.csv", "_jobs.csv.gz"):
+    for suffix in ("jobs.csv", "jobs.csv.gz"):
         if name.endswith(suffix):
             return name[: -len(suffix)]
-    return Path(path).stem
+    return None
+
+
+def _prefix(path) -> str:
+    """The run's name from its export prefix: ``out/easy_jobs.csv`` -> ``easy``, Batsim 5's
+    ``out/easy/jobs.csv`` -> ``easy``."""
+    stem = _jobs_file_stem(path)
+    if stem is None:
+        return Path(path).stem
+    return stem.rstrip("_-.") or Path(path).parent.name
 
 
 def run_label(path) -> str:
     """The ``label`` of the run's ``PREFIX_run.json`` (e.g. ``easy fcfs, eloss/incremental, sjbf``)
     when present, else the prefix: ``out/easy_jobs.csv`` -> ``easy``."""
-    info = Path(path).with_name(_prefix(path) + "_run.json")
+    stem = _jobs_file_stem(path)
     try:
-        label = json.loads(info.read_text()).get("label")
+        label = json.loads(Path(path).with_name(stem + "run.json").read_text()).get("label") if stem is not None else None
     except (OSError, ValueError, AttributeError):
         label = None
     return label if isinstance(label, str) and label else _prefix(path)
@@ -108,18 +123,20 @@ def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, label
     from matplotlib.ticker import FuncFormatter
 
     no_wait = []  # each run's share of jobs that did not wait
-    for path, label, color in zip(jobs_csvs, labels, colors):
+    for i, (path, label, color) in enumerate(zip(jobs_csvs, labels, colors)):
+        style = curve_style(i)
         if kind == "cumbsld":
             times, cum = cumulative_bsld(path, tau)
             empty = len(times) == 0
-            ax.step(times / DAY, cum, where="post", label=label, color=color)
+            ax.step(times / DAY, cum, where="post", label=label, color=color, **style)
         else:
             records = merge_attempts(read_jobs_csv(path))
             wait = np.sort(records.wait[~np.isnan(records.wait)])
             empty = len(wait) == 0
             if not empty:
                 no_wait.append(np.searchsorted(wait, NO_WAIT, side="right") / len(wait))
-            ax.step(wait, np.arange(1, len(wait) + 1) / max(len(wait), 1), where="post", label=label, color=color)
+            ax.step(wait, np.arange(1, len(wait) + 1) / max(len(wait), 1), where="post", label=label, color=color,
+                    **style)
         if empty:
             warnings.warn(f"{path}: no executed job, the curve {label!r} is empty", stacklevel=2)
     plain = FuncFormatter(_plain_number)
@@ -141,6 +158,14 @@ def plot_runs(jobs_csvs, output, kind: str = "cumbsld", tau: float = 60.0, label
     ax.legend(loc="upper left" if kind == "cumbsld" else "lower right")  # "best" is slow on 100k-point curves
     save_figure(plt, fig, output)
     return fig
+
+
+def curve_style(i: int) -> dict:
+    """Line style and markers of the ``i``-th curve: no two of the first 28 curves alike, the
+    markers a few per curve (their place shifted per curve, so that curves on top of each other
+    still show each one's marks)."""
+    return {"linestyle": LINESTYLES[i % len(LINESTYLES)], "marker": MARKERS[i % len(MARKERS)], "markersize": 4,
+            "markevery": (0.3 * (i % 4) / MARKS_PER_CURVE, 1.0 / MARKS_PER_CURVE), "linewidth": 1.3}
 
 
 def _share_axis_bottom(no_wait: float) -> float:
@@ -175,13 +200,34 @@ def plot_spread(values: dict, output, ylabel: str, title: str | None = None, col
         color = colors.get(label)
         ax.scatter(x + offsets, vs, s=18, color=color, alpha=0.8, zorder=3)
         ax.hlines(vs.mean(), x - 0.28, x + 0.28, color=color, linewidth=2.5, zorder=4)
+        ax.annotate(_number(vs.mean()), (x + 0.3, vs.mean()), va="center", fontsize=8, color="0.25")
     ax.set_xticks(positions, labels, rotation=30, ha="right")
     ax.set_xlim(0.4, len(labels) + 0.6)
+    _from_zero(ax, [v for c in labels for v in values[c]])
     ax.set_ylabel(ylabel)
     set_title(ax, title)
     ax.grid(axis="y", alpha=0.3)
     save_figure(plt, fig, output)
     return fig
+
+
+def _from_zero(ax, values) -> None:
+    """Start the value axis at 0 when no value is negative: a bar or a gap reads at its true size."""
+    finite = [v for v in values if v is not None and np.isfinite(v)]
+    if finite and min(finite) >= 0:
+        ax.set_ylim(bottom=0.0)
+
+
+def _number(value) -> str:
+    from .uncertainty import format_number  # the reports' number format
+
+    return format_number(float(value))
+
+
+def _value_labels(ax, bars, values) -> None:
+    """Each bar's value on top of it, in the reports' number format."""
+    ax.bar_label(bars, labels=[_number(v) if v is not None else "" for v in values], padding=2, fontsize=8)
+    ax.margins(y=0.12)  # room for the labels above the highest bar
 
 
 def plot_bars(values: dict, output, ylabel: str, title: str | None = None, colors=None):
@@ -190,7 +236,8 @@ def plot_bars(values: dict, output, ylabel: str, title: str | None = None, color
     colors = colors or {}
     labels = list(values)
     positions = np.arange(1, len(labels) + 1)
-    ax.bar(positions, [values[c] for c in labels], color=[colors.get(c, "tab:blue") for c in labels])
+    bars = ax.bar(positions, [values[c] for c in labels], color=[colors.get(c, "tab:blue") for c in labels])
+    _value_labels(ax, bars, [values[c] for c in labels])
     ax.set_xticks(positions, labels, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
     set_title(ax, title)
@@ -205,8 +252,10 @@ def plot_class_bars(values: dict, output, ylabel: str, title: str | None = None)
     plt, fig, ax = new_figure()
     labels = list(values)
     x = np.arange(len(labels))
-    ax.bar(x - 0.2, [values[c][0] or 0 for c in labels], 0.4, label="small jobs", color="tab:green")
-    ax.bar(x + 0.2, [values[c][1] or 0 for c in labels], 0.4, label="large jobs", color="tab:gray")
+    for offset, which, name, color in ((-0.2, 0, "small jobs", "tab:green"), (0.2, 1, "large jobs", "tab:gray")):
+        shown = [values[c][which] for c in labels]
+        bars = ax.bar(x + offset, [v or 0 for v in shown], 0.4, label=name, color=color)
+        _value_labels(ax, bars, shown)
     ax.set_xticks(x, labels, rotation=30, ha="right")
     ax.set_ylabel(ylabel)
     set_title(ax, title)

@@ -14,7 +14,8 @@ single number says little. This module gives the intervals the reports print:
   the worst 1% of jobs (why these sums jump); :func:`paired_job_reduction`: the same for the
   reduction between two single runs of the same jobs (deterministic configs);
 * :func:`comparison_lines` / :func:`campaign_section`: the Markdown table of a campaign's
-  configs built from the above (``campaign/report.py`` prints one per trace).
+  configs built from the above (``campaign/report.py`` prints one per trace), each reduction
+  shown as the change it is (:func:`format_change`, the one convention of every report table).
 
 Intervals are percentile bootstrap intervals (``scipy.stats.bootstrap``, ``method="percentile"``),
 seeded, so a report is the same every time it is written. With 3 runs the percentile interval of
@@ -31,8 +32,9 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "campaign_section", "comparison_lines", "format_number", "job_interval", "mean_difference",
-           "mean_interval", "paired_job_reduction", "paired_reduction", "per_job_values", "run_figures", "run_uncertainty",
+__all__ = ["Interval", "campaign_section", "change_rule", "comparison_lines", "format_change", "format_number",
+           "job_interval", "mean_difference", "mean_interval", "paired_job_reduction", "paired_reduction",
+           "per_job_values", "run_figures", "run_uncertainty",
            "worst_share"]
 
 CONFIDENCE = 0.95
@@ -248,6 +250,32 @@ def format_number(v) -> str:
     return f"{v:.3g}"
 
 
+def format_change(change: float | None, metric: str, low: float | None = None, high: float | None = None) -> str:
+    """A change vs a baseline, in % of the baseline (``100 * (value / baseline - 1)``: negative is
+    lower), with its interval and the word that says which way is good for ``metric``:
+    ``-63.4% better``, ``-12.6% worse`` (a utilisation drop), ``+2.0% [-1.0, +5.1] worse ~``
+    (``~``: the interval holds 0, within noise). The one way every report table shows a change."""
+    if change is None or (isinstance(change, float) and math.isnan(change)):
+        return "-"
+    text = f"{change:+.1f}%".replace("+-", "-")
+    if low is not None and high is not None:
+        text += f" [{low:+.1f}, {high:+.1f}]"
+    from .metrics import better_direction
+
+    direction = better_direction(metric)
+    if direction is not None and round(change, 1) != 0:
+        text += " better" if (change < 0) == (direction == "lower") else " worse"
+    if low is not None and high is not None and low <= 0.0 <= high:
+        text += " ~"
+    return text
+
+
+def change_rule(baseline: str) -> str:
+    """The sentence every report table with changes carries."""
+    return (f"changes vs {baseline} in % of its value (`100 * (config / {baseline} - 1)`: negative is lower), "
+            "marked better or worse by the metric (lower slowdowns, waits, kills and waste; higher utilisation)")
+
+
 def _cell(interval: Interval) -> str:
     if interval.estimate is None:
         return "-"
@@ -256,15 +284,13 @@ def _cell(interval: Interval) -> str:
     return f"{format_number(interval.estimate)} [{format_number(interval.low)}, {format_number(interval.high)}]"
 
 
-def _reduction_cell(interval: Interval) -> str:
-    if interval.estimate is None:
+def _change_cell(reduction: Interval, metric: str) -> str:
+    """A reduction's interval (``100 * (1 - config / baseline)``) shown as the change it is."""
+    if reduction.estimate is None:
         return "-"
-    text = f"{interval.estimate:+.1f}%"
-    if interval.has_interval:
-        text += f" [{interval.low:+.1f}, {interval.high:+.1f}]"
-        if interval.holds(0.0):
-            text += " ~"
-    return text
+    if not reduction.has_interval:
+        return format_change(-reduction.estimate, metric)
+    return format_change(-reduction.estimate, metric, -reduction.high, -reduction.low)
 
 
 def _paired_baseline(runs: Mapping, base: Mapping) -> dict:
@@ -286,12 +312,12 @@ def _paired_baseline(runs: Mapping, base: Mapping) -> dict:
 def comparison_lines(values: Mapping[str, Mapping[str, Mapping]], baseline: str, metrics: Sequence[str],
                      job_reductions: Mapping[str, Mapping[str, Interval]] | None = None) -> list[str]:
     """Markdown table: per config and metric, the mean over runs with its 95% interval, and
-    the paired reduction vs ``baseline`` with its interval, ``~`` marking an interval that holds
-    0 (within noise). ``values[config][metric]`` maps a run key (``(window, seed)``) to its value.
+    the paired change vs ``baseline`` with its interval (:func:`format_change`: better or worse
+    by the metric), ``~`` marking an interval that holds 0 (within noise). ``values[config][metric]`` maps a run key (``(window, seed)``) to its value.
     ``job_reductions[config][metric]``: for a config and baseline run once each (no interval
     over runs), the :func:`paired_job_reduction` shown instead, marked ``(jobs)``."""
     job_reductions = job_reductions or {}
-    lines = ["| config | runs | " + " | ".join(f"{m} [95% CI] | reduction [95% CI]" for m in metrics) + " |",
+    lines = ["| config | runs | " + " | ".join(f"{m} [95% CI] | change [95% CI]" for m in metrics) + " |",
              "|---|---:|" + "---:|---:|" * len(metrics)]
     base = values.get(baseline, {})
     for config, by_metric in values.items():
@@ -306,9 +332,9 @@ def comparison_lines(values: Mapping[str, Mapping[str, Mapping]], baseline: str,
             red = paired_reduction(runs, _paired_baseline(runs, base.get(m, {})))
             by_jobs = job_reductions.get(config, {}).get(m)
             if not red.has_interval and by_jobs is not None and by_jobs.has_interval:
-                cells.append(_reduction_cell(by_jobs) + " (jobs)")
+                cells.append(_change_cell(by_jobs, m) + " (jobs)")
             else:
-                cells.append(_reduction_cell(red))
+                cells.append(_change_cell(red, m))
         lines.append(f"| {config} | {n} | " + " | ".join(cells) + " |")
     return lines
 
@@ -362,8 +388,8 @@ def campaign_section(rows: Sequence[Mapping], trace: str, configs: Sequence[str]
                 if len(ids) == len(base_ids) and (ids == base_ids).all():
                     job_reductions.setdefault(c, {})[m] = paired_job_reduction(vals, base_vals)
     lines = [f"Means over windows and seeds with bootstrap 95% intervals (runs resampled; with 3 runs about "
-             f"[min, max]); reductions vs {baseline} (`100 * (1 - mean / baseline mean)`, positive is lower) "
-             "paired by window and seed, `~` where the interval holds 0 (within noise). A config run once "
+             f"[min, max]); {change_rule(baseline)}, paired by window and seed, `~` where the interval holds 0 "
+             "(within noise). A config run once "
              "beside a baseline run once has no interval over runs: `(jobs)` marks the interval of its jobs "
              "resampled in both runs (how much the figure rests on which jobs the trace holds; another seed "
              "of a learned config may move it further).", ""]

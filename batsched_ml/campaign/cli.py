@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -29,27 +30,68 @@ def _run(args) -> int:
 
     if args.trace or args.config:
         campaign.subset(traces=args.trace, configs=args.config)  # unknown names: an error before any work
-    outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
-                           progress=not args.quiet, log=log, traces=args.trace, configs=args.config)
+    with _cluster(args, log) as address:
+        outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=address,
+                               progress=not args.quiet, log=log, traces=args.trace, configs=args.config)
     if outcome.interrupted:  # Ctrl-C or SIGTERM: one line (cli.main), what was kept, exit 130 / 143
         kept = (f"{outcome.stored} of {outcome.tasks} tasks stored in {results_dir / 'results.csv'}"
                 if outcome.tasks else f"nothing was run yet in {results_dir}")
         raise note_kept(outcome.stopped_by, f"{kept}; run the same command again to resume") from None
     log(f"{outcome.computed} computed, {outcome.cached} cached, {len(outcome.failed)} failed or timed out: "
         f"{results_dir / 'results.csv'}")
+    for line in not_completed_warning(outcome.rows):
+        log(line)
     if not args.no_report and outcome.rows:
+        import time
+
         from .report import write_report
 
+        log(f"writing the report in {results_dir / 'report'} (tables and figures of {len(outcome.rows)} runs)...")
+        started = time.monotonic()
         with keeping(f"{outcome.stored} of {outcome.tasks} tasks stored in {results_dir / 'results.csv'}, "
                      "the report unfinished; run the same command again to resume"):
             report = write_report(results_dir, results_dir / "report", log=log)
-        log(f"report: {report}")
+        log(f"report: {report} (written in {time.monotonic() - started:.1f} s)")
     if outcome.failed:
         log(f"{len(outcome.failed)} task(s) failed or timed out:")
         for line in outcome.failed:
             log(f"  {line}")
         return 1
     return 0
+
+
+def not_completed_warning(rows, first: int = 3) -> list[str]:
+    """One ``warning:`` line when runs left jobs out of their metrics (rejected, killed and not
+    requeued, never started), naming the first ``first`` of them."""
+    from .results import RAN, jobs_not_completed
+
+    found = [(r, gone) for r in rows if r["status"] in RAN and (gone := jobs_not_completed(r))]
+    if not found:
+        return []
+    named = "; ".join(f"{r['trace']}/w{r['window']}/{r['config']}/s{r['seed']}: "
+                      + ", ".join(f"{n:,} of {r['jobs']:,} jobs {kind}" for kind, n in gone.items())
+                      for r, gone in found[:first])
+    more = f"; and {len(found) - first} more" if len(found) > first else ""
+    ran = sum(r["status"] in RAN for r in rows)
+    return [f"batsched-ml: warning: {len(found)} of {ran} runs did not complete every job, their metrics cover the "
+            f"jobs that ran: {named}{more} (results.csv: complete, rejected, killed, unfinished)"]
+
+
+@contextmanager
+def _cluster(args, log):
+    """The Dask scheduler's address: ``--dask``, a Slurm cluster started for the run (``--slurm``),
+    or None (a local cluster)."""
+    if args.slurm is None:
+        yield args.dask
+        return
+    if args.dask or args.workers is not None:
+        raise ValueError("--slurm starts its own Dask workers: drop --dask and --workers")
+    if args.slurm < 1:
+        raise ValueError("--slurm expects a number of Slurm jobs >= 1")
+    from .slurm import slurm_cluster
+
+    with slurm_cluster(args.slurm, log=log) as address:
+        yield address
 
 
 def cmd_report(args) -> int:
@@ -79,7 +121,7 @@ def cmd_check(args) -> int:
 
 def add_campaign_commands(sub) -> None:
     """Register ``campaign`` and its sub-commands on the top-level subparsers."""
-    from ..validation import arg, non_negative_int
+    from ..config.validate import arg, non_negative_int
 
     p = sub.add_parser("campaign", help="traces x configs x seeds as a TOML file, run on Dask, cached "
                                         "(docs/campaigns.md)")
@@ -92,6 +134,9 @@ def add_campaign_commands(sub) -> None:
                    help="local worker processes (default: one per core; 0: run in this process)")
     r.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="submit to a running Dask scheduler, e.g. tcp://head:8786, instead of a local cluster")
+    r.add_argument("--slurm", type=arg(non_negative_int, "--slurm", integer=True), default=None, metavar="JOBS",
+                   help="run the workers as JOBS Slurm jobs (dask-jobqueue; what each job asks for is in its "
+                        "configuration, jobqueue.slurm: docs/campaigns.md)")
     r.add_argument("--trace", action="append", default=None, metavar="NAME",
                    help="run only this trace (repeatable; the other tasks' rows of results.csv are kept)")
     r.add_argument("--config", action="append", default=None, metavar="NAME",

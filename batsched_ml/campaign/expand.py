@@ -47,10 +47,15 @@ class DeclaredPath:
 
 
 def check_keys(table: dict, valid, where: str) -> None:
-    """A :class:`CampaignError` naming the first key of ``table`` not in ``valid``."""
+    """A :class:`CampaignError` naming every key of ``table`` not in ``valid``, with the valid key
+    each one is probably a typo of."""
+    from ..config.declare import did_you_mean
+
     unknown = [k for k in table if k not in valid]
     if unknown:
-        raise CampaignError(f"{where}: unknown key {unknown[0]!r}; valid keys: {', '.join(valid)}")
+        named = ", ".join(f"{k!r}{did_you_mean(k, valid)}" for k in unknown)
+        raise CampaignError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {named}; valid keys: "
+                            f"{', '.join(valid)}")
 
 
 def as_table(value, where: str) -> dict:
@@ -147,7 +152,7 @@ def _resolve(name: str, raw: dict, resolved: dict, chain: tuple) -> dict:
     if parent in chain or parent == name:
         raise CampaignError(f"{where}: a cycle: {' -> '.join((*chain, name, parent))}")
     if parent not in raw:
-        from ..config import did_you_mean
+        from ..config.declare import did_you_mean
 
         raise CampaignError(f"{where} {parent!r}: no such config{did_you_mean(parent, raw)}; configs: {', '.join(raw)}")
     inherited = _resolve(parent, raw, resolved, (*chain, name))
@@ -194,7 +199,7 @@ def _axis(where: str, axis: str, labels) -> dict:
         labels = {str(v): v for v in labels}
     if not isinstance(labels, dict) or not labels:
         raise CampaignError(f"{where} matrix.{axis} must be {{ LABEL = VALUE, ... }} or a list of values")
-    from ..config import table_keys
+    from ..config.declare import table_keys
 
     for label, value in labels.items():
         if not isinstance(value, dict) and axis not in table_keys():

@@ -45,8 +45,10 @@ def per_job_note(rows, results_dir: Path) -> list[str]:
             "(`batsched-ml campaign run` on the campaign file writes them).", ""]
 
 
-def trace_figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict) -> list[tuple[str, str]]:
-    """Write this trace's figures; ``[(caption, file name)]``."""
+def trace_figures(rows, trace, configs, metric, folder: Path, results_dir: Path, colors: dict,
+                  windows_are: str = "windows") -> list[tuple[str, str]]:
+    """Write this trace's figures; ``[(caption, file name)]``. ``windows_are``: what the trace's
+    windows are, in captions (``"windows"``, or ``"jittered copies"`` of a trace with ``jitter``)."""
     from ..analysis.plots import plot_bars, plot_runs, plot_spread
 
     out = []
@@ -62,7 +64,8 @@ def trace_figures(rows, trace, configs, metric, folder: Path, results_dir: Path,
             runs.append((config, path))
     slug = safe_name(trace)
     windows, seeds = len({r["window"] for r in ran}), len({r["seed"] for r in ran})
-    which = "" if windows == 1 and seeds == 1 else f" (window {window}, seed {seed})"
+    one = "copy" if windows_are == "jittered copies" else "window"
+    which = "" if windows == 1 and seeds == 1 else f" ({one} {window}, seed {seed})"
     if runs:
         for kind, caption in (("cumbsld", "cumulative bounded slowdown (tau = 60 s) over time"),
                               ("wait-ecdf", "waiting-time distribution")):
@@ -74,7 +77,8 @@ def trace_figures(rows, trace, configs, metric, folder: Path, results_dir: Path,
     values = {c: vs for c, vs in values.items() if vs}
     if values:
         if any(len(v) > 1 for v in values.values()):
-            across = "windows and seeds" if windows > 1 and seeds > 1 else "windows" if windows > 1 else "seeds"
+            across = (f"{windows_are} and seeds" if windows > 1 and seeds > 1 else windows_are if windows > 1
+                      else "seeds")
             caption = f"{metric} of every run across {across} (dots; bar: mean)"
             name = f"{slug}-spread.png"
             plot_spread(values, folder / name, metric, f"{trace}: {caption}", colors)

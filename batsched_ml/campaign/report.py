@@ -1,8 +1,9 @@
 """Markdown report of a campaign's results directory, with its PNG figures (``figures``).
 
-Per trace: each config's metrics (means over windows and seeds) and their reduction vs the
-baseline (:func:`trace_table`), which runs are missing, failed or timed out (never a row of
-zeros), the first metric per config (bars, or every run's value when there are several
+Per trace: each config's metrics (means over windows and seeds) and their change vs the
+baseline, better or worse by the metric (:func:`trace_table`), the jobs runs left out of their
+metrics (rejected, killed, never started: :func:`not_completed_by_config`), which runs are
+missing, failed or timed out (never a row of zeros), the first metric per config (bars, or every run's value when there are several
 windows or seeds), cumulative bsld over time and the waiting-time ECDF (one curve per
 config; a config has the same colour in every figure), and with a small/large classifier,
 each config's slowdown of small and large jobs. Then the paper's numbers beside ours
@@ -16,40 +17,29 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from ..analysis.uncertainty import change_rule, format_change
 from .aggregates import aggregate_table
-from .results import RAN, fmt, metric_value, read_results
+from .results import RAN, fmt, jobs_not_completed, metric_value, read_results
 from .expand import expand, read_campaign_file
 from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, per_job_note, trace_figures
 from .spec import CampaignError, config_argv, paper_refs, table_specs
 from .tasks import safe_name
 
-__all__ = ["class_split", "completeness", "paper_table", "reduction", "run_report", "summarise",
-           "trace_table", "write_report"]
-
-
-LOWER_IS_BETTER_PREFIXES = ("avebsld", "cum_bsld", "maxbsld", "mean_wait", "geomean_wait", "median_wait",
-                            "max_wait", "mean_turnaround", "makespan", "wasted", "kills", "killed")
+__all__ = ["class_split", "completeness", "not_completed_by_config", "paper_table", "reduction", "run_report",
+           "summarise", "trace_table", "write_report"]
 
 
 def reduction(value, base) -> float | None:
-    """``100 * (1 - value / base)``: how much lower than the baseline, in %."""
+    """``100 * (1 - value / base)``: how much lower than the baseline, in % (a paper's figure)."""
     if value is None or base is None or base == 0 or (isinstance(value, float) and math.isnan(value)):
         return None
     return 100.0 * (1.0 - value / base)
 
 
 def _change(value, base) -> float | None:
-    """``100 * (value / base - 1)``: the change vs the baseline, in %."""
+    """``100 * (value / base - 1)``: the change vs the baseline, in % (what every table shows)."""
     red = reduction(value, base)
     return None if red is None else -red
-
-
-def _lower_is_better(metric: str) -> bool:
-    return metric.startswith(LOWER_IS_BETTER_PREFIXES)
-
-
-def _pct(v) -> str:
-    return "-" if v is None else f"{v:+.1f}%".replace("+-", "-")
 
 
 def _settings(results_dir: Path) -> dict:
@@ -72,6 +62,7 @@ def _settings(results_dir: Path) -> dict:
             "baseline": head.get("baseline", next(iter(configs), None)),
             "metrics": head.get("metrics", DEFAULT_METRICS), "argv": argv, "paper": paper,
             "traces": list(traces), "configs": list(configs), "tables": tables,
+            "windows": {n: "jittered copies" if "jitter" in (t or {}) else "windows" for n, t in traces.items()},
             "seeds": {n: t.get("seeds", head.get("seeds", [0])) for n, t in configs.items()},
             "axes": {n: dict(t.get("axes") or {}) for n, t in configs.items()}}
 
@@ -157,11 +148,14 @@ def _gaps_note(trace: str, configs, counts: dict) -> list[str]:
 # ------------------------------------------------------------------ tables
 
 
-def trace_table(summary: dict, trace: str, configs, metrics, baseline: str, counts: dict | None = None) -> list[str]:
+def trace_table(summary: dict, trace: str, configs, metrics, baseline: str, counts: dict | None = None,
+                not_completed: dict | None = None) -> list[str]:
     """The Markdown table of one trace: a row per config that ran (n = its runs, "n of N" when some
-    are missing or failed), the metrics' means and their change vs the baseline."""
-    head = ["config", "n"] + list(metrics)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "---:|" * len(metrics)]
+    are missing or failed), the metrics' means and their change vs the baseline (better or worse by
+    the metric); with ``not_completed`` (``{config: text}``, :func:`not_completed_by_config`) a
+    column of the jobs that did not complete, marked ``!``."""
+    head = ["config", "n"] + (["jobs not completed"] if not_completed else []) + list(metrics)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * (len(head) - len(metrics)) + "---:|" * len(metrics)]
     base = summary.get((trace, baseline), {})
     for config in configs:
         got = summary.get((trace, config))
@@ -169,15 +163,46 @@ def trace_table(summary: dict, trace: str, configs, metrics, baseline: str, coun
             continue  # nothing ran: said under the table (_gaps_note)
         expected = (counts or {}).get((trace, config), {}).get("expected", got["n"])
         n = f"{got['n']}" if got["n"] >= expected else f"{got['n']} of {expected}"
-        cells = []
+        cells = [f"! {not_completed[config]}" if config in not_completed else "none"] if not_completed else []
         for m in metrics:
             cell = fmt(got[m])
             change = _change(got[m], base.get(m))
-            if _lower_is_better(m) and config != baseline and change is not None:
-                cell += f" ({_pct(change)})"
+            if config != baseline and change is not None:
+                cell += f" ({format_change(change, m)})"
             cells.append(cell)
         lines.append(f"| {config} | {n} | " + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def not_completed_by_config(rows, trace: str) -> dict[str, str]:
+    """``{config: "159 rejected"}`` for the configs of ``trace`` whose runs left jobs out of their
+    metrics (rejected, killed and not requeued, never started): the count when every run has the
+    same, else its range over the runs (``"0-159 rejected"``)."""
+    counts: dict = {}
+    for r in rows:
+        if r["trace"] == trace and r["status"] in RAN:
+            counts.setdefault(r["config"], []).append(jobs_not_completed(r))
+    out = {}
+    for config, runs in counts.items():
+        parts = []
+        for kind in ("rejected", "killed", "unfinished"):
+            values = [run.get(kind, 0) for run in runs]
+            if any(values):
+                low, high = min(values), max(values)
+                shown = f"{high:,}" if low == high else f"{low:,}-{high:,}"
+                parts.append(f"{shown} {'never started' if kind == 'unfinished' else kind}")
+        if parts:
+            out[config] = ", ".join(parts)
+    return out
+
+
+def _not_completed_note(not_completed: dict, rows, trace: str) -> list[str]:
+    if not not_completed:
+        return []
+    jobs = {r["config"]: r.get("jobs") for r in rows if r["trace"] == trace and r["status"] in RAN}
+    listed = "; ".join(f"`{c}` {text} of {fmt(jobs.get(c))} jobs" for c, text in not_completed.items())
+    return [f"! Not every job completed: {listed}. The waits and slowdowns cover the jobs that ran; `jobs` "
+            "counts them all (results.csv: columns `complete`, `rejected`, `killed`, `unfinished`).", ""]
 
 
 def paper_table(paper, summary: dict, baseline: str) -> list[str]:
@@ -185,9 +210,10 @@ def paper_table(paper, summary: dict, baseline: str) -> list[str]:
     if not paper:
         return []
     lines = ["## Beside the paper", "",
-             "`reduction` rows: % below the baseline "
-             f"({baseline}), gap in points. Other rows: the metric itself, gap = ours - paper (relative), and "
-             "each one's change vs the baseline when the paper gives the baseline's value too.", "",
+             f"Rows `METRIC vs {baseline}`: {change_rule(baseline)}, ours and the paper's (a reduction the paper "
+             "states, with its sign turned), gap = ours - paper in points. Other rows: the metric itself, gap = ours "
+             "- paper (relative), and each one's change vs the baseline when the paper gives the baseline's value "
+             "too.", "",
              "| trace | config | metric | source | ours | paper | gap | ours vs baseline | paper vs baseline |",
              "|---|---|---|---|---:|---:|---:|---:|---:|"]
     paper_values = {(p.trace, p.config, p.metric): p.value for p in paper if p.value is not None}
@@ -195,16 +221,17 @@ def paper_table(paper, summary: dict, baseline: str) -> list[str]:
         ours = (summary.get((p.trace, p.config)) or {}).get(p.metric)
         base = (summary.get((p.trace, baseline)) or {}).get(p.metric)
         if p.reduction is not None:
-            red = reduction(ours, base)
-            gap = None if red is None else red - p.reduction
-            lines.append(f"| {p.trace} | {p.config} | {p.metric} reduction | {p.source} | {_pct(red)} | "
-                         f"{_pct(p.reduction)} | {'-' if gap is None else f'{gap:+.1f} pts'} | | |")
+            change = _change(ours, base)
+            gap = None if change is None else change + p.reduction
+            lines.append(f"| {p.trace} | {p.config} | {p.metric} vs {baseline} | {p.source} | "
+                         f"{format_change(change, p.metric)} | {format_change(-p.reduction, p.metric)} | "
+                         f"{'-' if gap is None else f'{gap:+.1f} pts'} | | |")
         else:
             gap = None if ours is None else ours - p.value
-            rel = "" if gap is None or not p.value else f" ({_pct(100 * gap / p.value)})"
+            rel = "" if gap is None or not p.value else f" ({f'{100 * gap / p.value:+.1f}%'})"
             pbase = paper_values.get((p.trace, baseline, p.metric))
-            changes = ("", "") if p.config == baseline else (_pct(_change(ours, base)),
-                                                               _pct(_change(p.value, pbase)))
+            changes = ("", "") if p.config == baseline else (format_change(_change(ours, base), p.metric),
+                                                               format_change(_change(p.value, pbase), p.metric))
             lines.append(f"| {p.trace} | {p.config} | {p.metric} | {p.source} | {fmt(ours)} | {fmt(p.value)} | "
                          f"{'-' if gap is None else fmt(gap)}{rel} | {changes[0]} | {changes[1]} |")
     return lines + [""]
@@ -285,7 +312,7 @@ def _class_section(rows, trace, configs, baseline, folder: Path, results_dir: Pa
         cells = []
         for v, b in ((sm, base[0]), (lg, base[1])):
             change = _change(v, b) if config != baseline else None
-            cells.append(fmt(v) + (f" ({_pct(change)})" if change is not None else ""))
+            cells.append(fmt(v) + (f" ({format_change(change, 'avebsld60')})" if change is not None else ""))
         lines.append(f"| {config} | " + " | ".join(cells) + " |")
     lines.append("")
     if not figures:
@@ -350,11 +377,12 @@ def write_report(results_dir, report_dir, log=None) -> Path:
     lines = [f"# Campaign {s['name']}", ""]
     if s["description"]:
         lines += [s["description"], ""]
+    incomplete = sum(1 for r in rows if r["status"] in RAN and jobs_not_completed(r))
     lines += [f"{len(rows)} runs ({', '.join(f'{n} {k}' for k, n in sorted(status.items()))})"
-              + (f", {missing} missing" if missing else "") + f"; traces {', '.join(traces)}; {len(configs)} "
-              f"configurations; baseline **{baseline}**. Values are means over windows and seeds (column n), with "
-              "their change vs the baseline in parentheses (`100 * (config / baseline - 1)`: negative is better "
-              "for slowdowns and waits).", ""]
+              + (f", {missing} missing" if missing else "")
+              + (f"; **{incomplete} with jobs that did not complete** (marked `!`)" if incomplete else "")
+              + f"; traces {', '.join(traces)}; {len(configs)} configurations; baseline **{baseline}**. Values are "
+              f"means over windows and seeds (column n), with in parentheses their {change_rule(baseline)}.", ""]
     if no_figures:
         lines += [f"No figures in this report: {no_figures}, then `batsched-ml campaign report {results_dir}`.", ""]
     lines += per_job_note(rows, results_dir)
@@ -363,10 +391,13 @@ def write_report(results_dir, report_dir, log=None) -> Path:
         if not any(counts[(trace, c)].get(k) for c in configs for k in (*RAN, "error", "timeout")):
             lines += ["Not run yet: `batsched-ml campaign run` on the campaign file runs it.", ""]
             continue
-        lines += trace_table(summary, trace, configs, metrics, baseline, counts)
+        not_completed = not_completed_by_config(rows, trace)
+        lines += trace_table(summary, trace, configs, metrics, baseline, counts, not_completed)
+        lines += _not_completed_note(not_completed, rows, trace)
         lines += _gaps_note(trace, configs, counts)
         if not no_figures:
-            for caption, name in trace_figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors):
+            for caption, name in trace_figures(rows, trace, configs, metrics[0], report_dir, results_dir, colors,
+                                               windows_are=s["windows"].get(trace, "windows")):
                 lines += [f"![{trace}: {caption}]({name})", ""]
         lines += _class_section(rows, trace, configs, baseline, report_dir, results_dir, figures=not no_figures)
         lines += _interval_section(rows, trace, configs, metrics, baseline, results_dir)

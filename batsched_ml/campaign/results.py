@@ -17,23 +17,30 @@ from pathlib import Path
 
 from ..analysis.uncertainty import format_number
 
-__all__ = ["COLUMNS", "FLAT_FROM_METRICS", "fmt", "metric_names", "metric_value", "read_results", "write_results"]
+__all__ = ["COLUMNS", "FLAT_FROM_METRICS", "complete_row", "fmt", "jobs_not_completed", "metric_names", "metric_value", "read_results",
+           "write_results"]
 
 # flat column <- key of compute_metrics' dict (the rest are computed by the task)
 FLAT_FROM_METRICS = {
     "jobs": "jobs", "avebsld10": "avebsld_tau10", "avebsld60": "avebsld_tau60", "mean_wait": "mean_wait",
     "geomean_wait": "geomean_wait", "max_wait": "max_wait", "utilisation": "utilisation", "makespan": "makespan",
-    "kills": "killed_attempts", "wasted_core_seconds": "wasted_core_seconds",
+    "kills": "killed_attempts", "wasted_core_seconds": "wasted_core_seconds", "rejected": "rejected",
+    "killed": "killed",
 }
-COLUMNS = ("trace", "window", "config", "seed", "status", "error", "jobs", "avebsld10", "avebsld60", "cum_bsld60",
-           "mean_wait", "geomean_wait", "max_wait", "utilisation", "makespan", "kills", "wasted_core_seconds",
-           "wall_s", "window_start", "unfinished", "key", "metrics", "report")
+# ``rejected``, ``killed`` (jobs whose last attempt was killed: not requeued) and ``unfinished`` (never
+# started) are the jobs the time metrics leave out; ``complete`` is false when there are any
+COLUMNS = ("trace", "window", "config", "seed", "status", "error", "jobs", "complete", "rejected", "killed",
+           "unfinished", "avebsld10", "avebsld60", "cum_bsld60", "mean_wait", "geomean_wait", "max_wait",
+           "utilisation", "makespan", "kills", "wasted_core_seconds", "wall_s", "window_start", "key", "metrics",
+           "report")
+NOT_COMPLETED = ("rejected", "killed", "unfinished")
 JSON_COLUMNS = ("metrics",)
-INT_COLUMNS = ("window", "seed", "jobs", "kills", "unfinished")
+INT_COLUMNS = ("window", "seed", "jobs", "kills", *NOT_COMPLETED)
+BOOL_COLUMNS = ("complete",)
 TEXT_COLUMNS = ("trace", "config", "status", "error", "key", "report")
 NOT_METRICS = JSON_COLUMNS + ("report",)
 RAN = ("ok", "unfinished")  # statuses of runs that have metrics (unfinished: some jobs never started)
-NUMERIC = tuple(c for c in COLUMNS if c not in JSON_COLUMNS + TEXT_COLUMNS + ("window", "seed"))
+NUMERIC = tuple(c for c in COLUMNS if c not in JSON_COLUMNS + TEXT_COLUMNS + BOOL_COLUMNS + ("window", "seed"))
 
 _TINY_JOBS_CSV = (
     "job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,success,"
@@ -57,10 +64,35 @@ def metric_names() -> list[str]:
 
 
 def metric_value(row: dict, name: str):
-    """A row's value of ``name``: a flat column, else from its metrics JSON (None if absent)."""
-    if name in row and name not in NOT_METRICS:
+    """A row's value of ``name``: a flat column, else from its metrics JSON (None if absent; a
+    results.csv written before a flat column existed has it in the JSON only)."""
+    if name in row and name not in NOT_METRICS and row[name] is not None:
         return row[name]
     return (row.get("metrics") or {}).get(name)
+
+
+def jobs_not_completed(row: dict) -> dict[str, int]:
+    """``{"rejected": n, "killed": n, "unfinished": n}`` of a run that ran (the jobs its time metrics
+    leave out); the counts that are zero or unknown are left out: ``{}`` when every job completed."""
+    out = {}
+    for name in NOT_COMPLETED:
+        value = metric_value(row, name)
+        if value:
+            out[name] = int(value)
+    return out
+
+
+def complete_row(row: dict) -> dict:
+    """``row`` with its flat columns filled from its metrics JSON where missing (a row cached by
+    older code) and ``complete`` set, for a run that ran; other rows as they are."""
+    if row.get("status") not in RAN:
+        return row
+    row = dict(row)
+    for column in FLAT_FROM_METRICS:
+        if row.get(column) is None:
+            row[column] = metric_value(row, column)
+    row["complete"] = not jobs_not_completed(row)
+    return row
 
 
 fmt = format_number  # the one number format of every report table
@@ -91,6 +123,7 @@ def write_results(directory, rows: list[dict]) -> list[Path]:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
+    rows = [complete_row(row) for row in rows]
     for row in rows:
         writer.writerow([_text(row.get(c)) for c in COLUMNS])
     out = [directory / "results.csv"]
@@ -107,6 +140,8 @@ def write_results(directory, rows: list[dict]) -> list[Path]:
             columns[c] = pa.array([_text(v) for v in values], pa.string())
         elif c in INT_COLUMNS:
             columns[c] = pa.array(values, pa.int64())
+        elif c in BOOL_COLUMNS:
+            columns[c] = pa.array(values, pa.bool_())
         elif c in TEXT_COLUMNS:
             columns[c] = pa.array([None if v is None else str(v) for v in values], pa.string())
         else:
@@ -126,6 +161,8 @@ def _parse(column: str, text: str):
         return json.loads(text)
     if column in INT_COLUMNS:
         return int(text)
+    if column in BOOL_COLUMNS:
+        return text == "True"
     if column in TEXT_COLUMNS:
         return text
     return float(text)
@@ -141,6 +178,6 @@ def read_results(directory) -> list[dict]:
     csv.field_size_limit(max(limit, path.stat().st_size))
     try:
         with open(path, newline="", encoding="utf-8") as f:
-            return [{c: _parse(c, row.get(c, "")) for c in COLUMNS} for row in csv.DictReader(f)]
+            return [complete_row({c: _parse(c, row.get(c, "")) for c in COLUMNS}) for row in csv.DictReader(f)]
     finally:
         csv.field_size_limit(limit)

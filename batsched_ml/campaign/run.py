@@ -17,7 +17,7 @@ from .cache import ResultCache, config_cost_key
 from .expand import write_campaign
 from ..executor import TaskFailure, iter_tasks
 from .inputs import prepare_trace
-from .results import read_results, write_results
+from .results import complete_row, read_results, write_results
 from .spec import Campaign
 from .tasks import REPORT_SUFFIX, Task, code_version, error_row, run_name, run_task, task_key
 
@@ -33,6 +33,7 @@ class CampaignOutcome:
     cached: int = 0
     computed: int = 0
     stored: int = 0  # tasks of this run whose result is stored (cached before or computed now)
+    resumed: int = 0  # tasks computed from a snapshot an interrupted run left
     failed: list[str] = field(default_factory=list)   # task labels with their error (or timeout)
     interrupted: bool = False
     stopped_by: BaseException | None = None  # the KeyboardInterrupt (or interrupts.Terminated)
@@ -48,11 +49,21 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
             for config in campaign.configs.values():
                 for seed in campaign.seeds_of(config.name):
                     run_config = config.config.replace(seed=seed)
+                    key = task_key(inp.digest, run_config, version, config.batsim)
                     tasks.append(Task(trace=inp.trace, window=inp.window, window_start=inp.window_start,
                                       config=config.name, seed=seed, argv=config.argv, workload=inp.workload,
-                                      platform=inp.platform, key=task_key(inp.digest, run_config, version),
-                                      nb_jobs=inp.nb_jobs, timeout=campaign.task_timeout, run_config=run_config))
+                                      platform=inp.platform, key=key, nb_jobs=inp.nb_jobs,
+                                      timeout=campaign.task_timeout, run_config=run_config, batsim=config.batsim,
+                                      **_checkpoints(campaign, results_dir, key)))
     return tasks
+
+
+def _checkpoints(campaign: Campaign, results_dir, key: str) -> dict:
+    """A task's checkpoint folder and settings (none when the campaign snapshots nothing)."""
+    if campaign.checkpoint_every is None and campaign.checkpoint_every_wall is None:
+        return {}
+    return {"checkpoint_dir": str(Path(results_dir).resolve() / "checkpoints" / key),
+            "checkpoint_every": campaign.checkpoint_every, "checkpoint_every_wall": campaign.checkpoint_every_wall}
 
 
 def estimated_cost(task: Task, costs: dict[str, float]) -> float:
@@ -125,7 +136,7 @@ def _row_identity(row: dict) -> tuple:
 def _write_report_file(results_dir: Path, row: dict) -> str:
     name = f"runs/{run_name(row['trace'], row['window'], row['config'], row['seed'])}{REPORT_SUFFIX}"
     (results_dir / "runs").mkdir(exist_ok=True)
-    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True), encoding="utf-8")
+    (results_dir / name).write_text(json.dumps(row["report"], indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return name
 
 
@@ -196,6 +207,12 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                     cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
                     done[task.key] = result["row"]
                     outcome.computed += 1
+                    if result.get("resumed_from") is not None:
+                        outcome.resumed += 1
+                        log(f"resumed: {task.label} from its snapshot at simulated time "
+                            f"{result['resumed_from']:.0f} s")
+                if task.checkpoint_dir is not None and task.key in done | failures:
+                    shutil.rmtree(task.checkpoint_dir, ignore_errors=True)  # stored: no resumption needed
     except KeyboardInterrupt as exc:
         outcome.interrupted = True
         outcome.stopped_by = exc
@@ -220,7 +237,7 @@ def _write_rows(results_dir: Path, campaign: Campaign, ran: Campaign, tasks: lis
         elif task.key in failures:
             status, message = failures[task.key]
             rows.append(error_row(task, message, status=status))
-    rows.sort(key=_file_order(campaign))
+    rows = sorted((complete_row(row) for row in rows), key=_file_order(campaign))
     _link_runs(results_dir, cache, tasks, done)
     cache.save_costs()
     write_results(results_dir, rows)
@@ -232,6 +249,7 @@ def _log_run(results_dir: Path, outcome: CampaignOutcome, wall: float, engine: s
     entry = {"finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
              "wall_s": round(wall, 2), "engine": engine, "tasks": outcome.tasks, "computed": outcome.computed,
              "cached": outcome.cached, "failed": len(outcome.failed), "interrupted": outcome.interrupted,
+             "resumed": outcome.resumed,
              "code": code_version()}
     with open(results_dir / "runs.log", "a", encoding="utf-8") as f:
         f.write(json.dumps(entry) + "\n")

@@ -2,9 +2,9 @@
 
 The file is first expanded (``expand``: ``extends`` and matrices), then checked here.
 Configuration keys are not listed here: a ``[configs.NAME]`` table holds the fields of
-:class:`batsched_ml.config.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
+:class:`batsched_ml.config.declare.RunConfig` by name (the ``simulate`` flags, dashes as underscores)
 plus ``options`` (and ``axes``, its labels in the report's tables), and becomes that object
-directly (no command line is re-parsed); it is validated and built by ``batsched_ml.compose``
+directly (no command line is re-parsed); it is validated and built by ``batsched_ml.config.compose``
 like ``simulate``'s flags -- one vocabulary, one validation. Traces and where their files are:
 ``traces``.
 """
@@ -14,14 +14,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import RunConfig, table_keys
+from ..config.declare import RunConfig, did_you_mean, table_keys
 from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
 from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 
 __all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "config_argv",
            "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
 
-CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout")
+CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout", "batsim", "checkpoint_every",
+                 "checkpoint_every_wall")
+BATSIM_LINES = (4, 5)  # ``batsim``: the Batsim line a config's runs follow (4.2.1, 5.0.0-rc2)
+CHECKPOINT_EVERY_WALL = 300.0  # a task snapshots its run every 5 min of wall-clock time unless told otherwise
 TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title")
 STATISTICS = ("mean", "median", "min", "max")
 PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
@@ -29,16 +32,17 @@ PAPER_KEYS = ("trace", "config", "metric", "value", "reduction", "source")
 
 def config_keys() -> list[str]:
     """Every run-setting key a ``[configs.NAME]`` table accepts (besides ``axes``, ``extends``,
-    ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs."""
-    return table_keys() + ["seeds"]
+    ``matrix`` and ``name``, which ``expand`` reads); ``seeds``: the config's own runs; ``batsim``: the
+    Batsim line its runs follow (``simulate --batsim``; default the campaign's, else 4)."""
+    return table_keys() + ["seeds", "batsim"]
 
 
 def config_argv(table: dict, where: str) -> tuple[str, ...]:
     """The ``simulate`` flags equivalent to a config table, as written (not resolved); its
     ``seeds`` pick runs and are no flag."""
-    from ..config import ConfigError
+    from ..config.declare import ConfigError
 
-    settings = {k: v for k, v in table.items() if k not in ("axes", "seeds")}
+    settings = {k: v for k, v in table.items() if k not in ("axes", "seeds", "batsim")}
     try:
         return RunConfig.from_table(settings, where).argv(list(settings))
     except ConfigError as exc:
@@ -53,6 +57,7 @@ class ConfigSpec:
     config: RunConfig        # resolved (validated, the scheduler's defaults filled in), seed 0
     axes: dict = field(default_factory=dict)  # {axis: label}: its place in the report's tables
     seeds: tuple[int, ...] | None = None  # the config's own seeds (None: the campaign's)
+    batsim: int = 4  # the Batsim line its runs follow (``simulate --batsim``)
 
     @property
     def command(self) -> str:
@@ -98,6 +103,9 @@ class Campaign:
     document: dict = field(default_factory=dict)  # the campaign expanded, written next to the results
     task_timeout: float | None = None  # seconds a task may run before it is stopped as ``timeout``
     tables: list[TableSpec] = field(default_factory=list)
+    # a task's snapshots (under RESULTS/checkpoints/, resumed after a kill): simulated / wall-clock seconds
+    checkpoint_every: float | None = None
+    checkpoint_every_wall: float | None = CHECKPOINT_EVERY_WALL
 
     def require_inputs(self) -> None:
         """Raise :class:`CampaignError` naming the trace files that cannot be found (of this
@@ -170,44 +178,86 @@ def load_campaign(path, traces_dir=None) -> Campaign:
         raise CampaignError(f"{path}: {exc}") from None
 
 
+class _Problems:
+    """Every problem of a campaign file, so that one run names them all (each in its own check;
+    what a later check needs from a failed one is left out of it)."""
+
+    def __init__(self):
+        self.found: list[str] = []
+
+    def check(self, fn, *args, default=None):
+        """``fn(*args)``, or ``default`` when it raises a :class:`CampaignError` (kept)."""
+        try:
+            return fn(*args)
+        except CampaignError as exc:
+            self.found.append(str(exc))
+            return default
+
+    def raise_any(self) -> None:
+        if len(self.found) == 1:
+            raise CampaignError(self.found[0])
+        if self.found:
+            raise CampaignError(f"{len(self.found)} problems: " + "; ".join(self.found))
+
+
 def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     from .results import metric_names
 
-    check_keys(data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
-    head = as_table(data.get("campaign", {}), "[campaign]")
-    check_keys(head, CAMPAIGN_KEYS, "[campaign]")
-    traces_t = as_table(data.get("traces", {}), "[traces]")
-    configs_t = as_table(data.get("configs", {}), "[configs]")
-    if not traces_t:
-        raise CampaignError("no trace: add a [traces.NAME] table")
-    if not configs_t:
-        raise CampaignError("no configuration: add a [configs.NAME] table")
-    traces = {n: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir) for n, t in traces_t.items()}
-    configs = {n: _config(n, as_table(t, f"[configs.{n}]")) for n, t in configs_t.items()}
-    baseline = head.get("baseline", next(iter(configs)))
-    if baseline not in configs:
-        raise CampaignError(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs)}")
-    seeds = _seeds(head.get("seeds", [0]), "[campaign] seeds")
+    problems = _Problems()
+    problems.check(check_keys, data, ("extends", "campaign", "traces", "configs", "paper", "tables"), "top level")
+    head = problems.check(as_table, data.get("campaign", {}), "[campaign]", default={})
+    problems.check(check_keys, head, CAMPAIGN_KEYS, "[campaign]")
+    traces_t = problems.check(as_table, data.get("traces", {}), "[traces]", default={})
+    configs_t = problems.check(as_table, data.get("configs", {}), "[configs]", default={})
+    if not traces_t and isinstance(data.get("traces", {}), dict):  # (not a table: said above)
+        problems.found.append("no trace: add a [traces.NAME] table")
+    if not configs_t and isinstance(data.get("configs", {}), dict):
+        problems.found.append("no configuration: add a [configs.NAME] table")
+    traces = {n: spec for n, t in traces_t.items()
+              if (spec := problems.check(lambda n=n, t=t: trace_spec(n, as_table(t, f"[traces.{n}]"), traces_dir)))}
+    batsim = problems.check(_batsim, head.get("batsim", 4), "[campaign] batsim", default=4)
+    configs = {n: spec for n, t in configs_t.items()
+               if (spec := problems.check(lambda n=n, t=t: _config(n, as_table(t, f"[configs.{n}]"), batsim)))}
+    baseline = head.get("baseline", next(iter(configs_t), None))
+    if baseline is not None and baseline not in configs_t:
+        problems.found.append(f"[campaign] baseline {baseline!r} is not a config; configs: {', '.join(configs_t)}")
+    seeds = problems.check(_seeds, head.get("seeds", [0]), "[campaign] seeds", default=(0,))
     metrics = head.get("metrics", DEFAULT_METRICS)
     valid = metric_names()
     if not isinstance(metrics, list) or not metrics:
-        raise CampaignError("[campaign] metrics must be a non-empty list of metric names")
-    for m in metrics:
-        if m not in valid:
-            raise CampaignError(f"[campaign] unknown metric {m!r}; valid: {', '.join(valid)}")
-    paper = paper_refs(data.get("paper", []), traces, configs)
-    for ref in paper:
-        if ref.metric not in valid:
-            raise CampaignError(f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}")
-    tables = table_specs(data.get("tables", []), configs)
+        problems.found.append("[campaign] metrics must be a non-empty list of metric names")
+        metrics = []
+    problems.found += [f"[campaign] unknown metric {m!r}{did_you_mean(str(m), valid)}; valid: {', '.join(valid)}"
+                       for m in metrics if m not in valid]
+    paper = problems.check(paper_refs, data.get("paper", []), traces, configs, default=[])
+    problems.found += [f"[[paper]]: unknown metric {ref.metric!r}; valid: {', '.join(valid)}"
+                       for ref in paper if ref.metric not in valid]
+    tables = problems.check(table_specs, data.get("tables", []), configs, default=[])
     timeout = head.get("task_timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0 or timeout == float("inf")):
-        raise CampaignError(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
+        problems.found.append(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
+    every = {key: problems.check(_duration, head, key) for key in ("checkpoint_every", "checkpoint_every_wall")}
+    if "checkpoint_every_wall" not in head:
+        every["checkpoint_every_wall"] = None if "checkpoint_every" in head else CHECKPOINT_EVERY_WALL
+    problems.raise_any()
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
                     description=str(head.get("description", "")), document=data,
-                    task_timeout=None if timeout is None else float(timeout), tables=tables)
+                    task_timeout=None if timeout is None else float(timeout), tables=tables, **every)
+
+
+def _duration(head: dict, key: str) -> float | None:
+    """``[campaign] checkpoint_every*``: a duration (``"7d"``, ``"10min"``, seconds), or false: none."""
+    from ..config.validate import ValidationError, duration
+
+    value = head.get(key)
+    if value is None or value is False:
+        return None
+    try:
+        return duration(value, f"[campaign] {key}")
+    except ValidationError as exc:
+        raise CampaignError(str(exc)) from None
 
 
 def table_specs(entries, configs: dict) -> list[TableSpec]:
@@ -250,20 +300,29 @@ def _seeds(seeds, where: str) -> tuple[int, ...] | None:
     return tuple(seeds)
 
 
-def _config(name: str, table: dict) -> ConfigSpec:
+def _batsim(value, where: str) -> int:
+    if isinstance(value, bool) or value not in BATSIM_LINES:
+        raise CampaignError(f"{where} must be 4 (Batsim 4.2.1) or 5 (Batsim 5.0.0-rc2), not {value!r}")
+    return int(value)
+
+
+def _config(name: str, table: dict, batsim: int = 4) -> ConfigSpec:
     """A ``[configs.NAME]`` table as a resolved :class:`RunConfig`, built once so that an unknown
-    plugin or option fails now, not in every task."""
+    plugin or option fails now, not in every task; ``batsim``: the campaign's Batsim line, which
+    the table's own ``batsim`` overrides."""
     import warnings
 
-    from ..compose import build_scheduler, resolve
+    from ..config.compose import build_scheduler
+    from ..config.resolve import resolve
 
     where = f"[configs.{name}]"
     axes = table.get("axes", {})
     if not isinstance(axes, dict) or not all(isinstance(v, str) for v in axes.values()):
         raise CampaignError(f"{where}: axes must be a table of labels, e.g. axes = {{ policy = \"fcfs\" }}")
     seeds = _seeds(table.get("seeds"), f"{where} seeds")
-    table = {k: v for k, v in table.items() if k != "seeds"}
-    argv = config_argv(table, where)
+    batsim = _batsim(table.get("batsim", batsim), f"{where} batsim")
+    table = {k: v for k, v in table.items() if k not in ("seeds", "batsim")}
+    argv = config_argv(table, where) + (("--batsim", "5") if batsim == 5 else ())
     settings = {k: v for k, v in table.items() if k != "axes"}
     try:
         config = resolve(RunConfig.from_table(settings, where))
@@ -275,4 +334,4 @@ def _config(name: str, table: dict) -> ConfigSpec:
     except Exception as exc:  # noqa: BLE001 - any construction error is the config's fault
         text = " ".join(str(exc).split())
         raise CampaignError(text if text.startswith(where) else f"{where}: {text}") from None
-    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds)
+    return ConfigSpec(name, dict(table), argv, config, dict(axes), seeds, batsim)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..workloads.jitter import JitterSpec
 from ..workloads.windows import WindowSpec
+from ..workloads.samples import PREFIX as SAMPLE_PREFIX, sample_path
 from .expand import CampaignError, DeclaredPath, as_table, check_keys
 
 __all__ = ["GENERATORS", "TRACES_ENV", "TraceSpec", "parse_generate", "trace_spec", "traces_directory"]
@@ -65,6 +66,11 @@ def _locate(value, where: str, traces_dir: Path | None, swf: bool) -> tuple[Path
         text, base = value, Path.cwd()
     if not isinstance(text, str) or not text:
         raise CampaignError(f"{where} must be a file path")
+    if text.startswith(SAMPLE_PREFIX):  # a bundled sample, wherever the campaign file is
+        try:
+            return sample_path(text), None
+        except ValueError as exc:
+            raise CampaignError(f"{where}: {exc}") from None
     path = Path(os.path.expanduser(os.path.expandvars(text)))
     if path.is_absolute():
         candidates = [path]

@@ -1,7 +1,7 @@
 """Small/large job classification (Zrigui et al., JPDC 2022).
 
 ``--classifier NAME`` wraps the chosen queue scheduler in a :class:`ClassifyingScheduler`
-(built by ``batsched_ml.compose``): jobs are classified small or large at submission by a
+(built by ``batsched_ml.config.compose``): jobs are classified small or large at submission by a
 weekly-retrained classifier plugin (``models``), small jobs go first (:class:`SmallFirst`),
 and with ``--kill-false-small`` a small job that reaches the divider is killed and requeued as
 large, once.

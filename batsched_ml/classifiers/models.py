@@ -30,8 +30,8 @@ import numbers
 
 import numpy as np
 
-from ..params import Params
-from ..validation import ValidationError, check_number, open_fraction, positive, positive_int
+from ..config.params import Params
+from ..config.validate import ValidationError, check_number, open_fraction, positive, positive_int
 
 
 def _max_samples(value):
@@ -70,7 +70,7 @@ def small_from_proba(proba, small_threshold: float = 0.5) -> np.ndarray:
 class JobClassifier(Params):
     """Shared behaviour: a constant answer until fitted on two classes.
 
-    scikit-learn's estimator contract (``batsched_ml.params``): the constructor stores the
+    scikit-learn's estimator contract (``batsched_ml.config.params``): the constructor stores the
     parameters, ``validate_params`` checks them (at build and in ``reset`` / ``fit``), learned
     state ends in ``_`` and is created by ``reset`` (the scheduler calls it when a simulation
     begins) or ``fit``."""
@@ -252,6 +252,19 @@ class RandomForestJobClassifier(JobClassifier):
 
     def _predict_proba(self, X):
         return self.model_.predict_proba(X)
+
+    def __getstate__(self) -> dict:
+        """Without the compiled trees (120,000 list items for 40 trees, rebuilt from ``model_`` on
+        loading): a snapshot pickles the forest once, as sklearn's arrays."""
+        state = dict(self.__dict__)
+        if state.get("model_") is not None:
+            state["compiled_"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.__dict__.get("model_") is not None and self.compiled_ is None:
+            self.compiled_ = _CompiledForest(self.model_.estimators_)
 
     def classify(self, job, x, divider) -> bool:
         constant = getattr(self, "constant_", 0)

@@ -16,14 +16,15 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 
+from ..config.validate import check_number, finite, positive
 from ..core.job import QUEUED, RUNNING
 from ..core.scheduler import Scheduler
 from ..policies.orders import Policy
 from ..protocol import events as ev
-from ..validation import check_number, finite, positive
 from .features import CalendarClock, parse_zone_option
 from .online import WEEK, OnlineClassification
 
@@ -152,7 +153,7 @@ class ClassifyingScheduler(Scheduler):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
-                             "(batsched_ml.compose builds it so)")
+                             "(batsched_ml.config.compose builds it so)")
         for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
                             ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting),
                             ("kill_only_if_waiting", kill_only_if_waiting)):
@@ -164,7 +165,7 @@ class ClassifyingScheduler(Scheduler):
                 != (policy.starvation_threshold, policy.by_probability, policy.head_start)):
             raise ValueError("class_starvation_threshold, order_by_probability and probability_head_start are the "
                              "queue order's: build it as SmallFirst(policy, class_starvation_threshold, "
-                             "order_by_probability, probability_head_start) (batsched_ml.compose does)")
+                             "order_by_probability, probability_head_start) (batsched_ml.config.compose does)")
         if requeue_order not in ("resubmission", "original"):
             raise ValueError(f"requeue_order must be 'resubmission' or 'original', not {requeue_order!r}")
         self.scheduler = scheduler
@@ -212,6 +213,7 @@ class ClassifyingScheduler(Scheduler):
         self.kills_spared = 0  # due kills skipped because no job waited (kill_only_if_waiting)
         self.kill_races = 0  # kills answered without progress (the job had just completed)
         self.probes = 0
+        self._inherited = False  # a fork took over the snapshot's classification (fork_from)
 
     @property
     def divider(self):
@@ -250,7 +252,11 @@ class ClassifyingScheduler(Scheduler):
                 job.submission_time = first
             self.scheduler.on_job_submitted(job, ctx)
             return
-        small = self.learner.classify(job)
+        self._admit(job, ctx, self.learner.classify(job))
+
+    def _admit(self, job, ctx, small: bool) -> None:
+        """A first submission of class ``small``: queued by the scheduler, followed for kills,
+        speculation, re-classification and probes."""
         job.info["small"] = small
         self.scheduler.on_job_submitted(job, ctx)
         if job.state != QUEUED:
@@ -268,10 +274,57 @@ class ClassifyingScheduler(Scheduler):
                 probe_at = ctx.now + self.probe_after * self.divider * (1.0 - p) / p
                 heapq.heappush(self._probe_heap, (probe_at, job.seq, job))
 
+    # ----------------------------------------------------------------- forks
+    def components(self) -> dict:
+        return dict(self.scheduler.components(), classifier=self.classifier)
+
+    def _learning_settings(self) -> tuple:
+        """What makes two classifications learn the same thing from the same jobs."""
+        learner, classifier = self.learner, self.classifier
+        params = classifier.get_params() if hasattr(classifier, "get_params") else None
+        return (type(classifier), params, learner.period, learner.history, learner.divider_window,
+                learner.feature_divider, learner.label_divider, learner.runtime_features, self._clock_options)
+
+    def fork_from(self, previous) -> dict:
+        """The wrapped scheduler's components take over as theirs do; the classification takes over the
+        snapshot's (its classifier, divider, training rows and per-user history, and the classes of
+        the jobs it classified) when the snapshot's run classified with the same classifier and
+        learning settings; otherwise it starts fresh (every job large for its first period)."""
+        classifying = isinstance(previous, ClassifyingScheduler)
+        out = self.scheduler.fork_from(previous.scheduler if classifying else previous)
+        if classifying and previous._learning_settings() == self._learning_settings():
+            self.learner = copy.deepcopy(previous.learner)
+            self.classifier = self.learner.classifier
+            self._retrainings_seen = self.learner.week_index
+            self._inherited = True
+            out["classifier"] = (f"the snapshot's classification (period {self.learner.week_index}'s model and "
+                                 f"divider, its training rows and per-user history, the classes given)")
+        return out
+
+    def on_job_adopted(self, job, ctx) -> None:
+        """A fork's job: a running one is followed for its kill at the divider when the classes
+        were taken over; a queued first submission keeps the class it was given when they were,
+        else is classified now (as a submission)."""
+        self._tick(ctx.now)
+        if job.state == RUNNING:
+            self.scheduler.on_job_adopted(job, ctx)
+            kill_at = job.info.get("kill_at")
+            small = job.info.get("small") or job.info.get("speculative")
+            if self._inherited and self.kill_false_small and kill_at is not None and small and job.attempt == 0:
+                self._killable[job.id] = job
+                heapq.heappush(self._kill_heap, (kill_at, job.seq, job))
+                ctx.call_me_later(kill_at)
+            return
+        if job.attempt == 0 and self._inherited and "small" in job.info:
+            self._admit(job, ctx, bool(job.info["small"]))
+        else:
+            self.on_job_submitted(job, ctx)
+
     def on_job_completed(self, job, ctx) -> None:
         self._tick(ctx.now)
         self.scheduler.on_job_completed(job, ctx)
         self._killable.pop(job.id, None)
+        self._may_speculate.pop(job.id, None)  # (no longer queued: kept, it would stay to the run's end)
         if job.final_state == KILLED and job.id in self._kills_pending:
             return  # our kill: the requeued attempt will bring the real runtime
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which

@@ -7,27 +7,15 @@ import json
 import sys
 
 from .. import interrupts
-from .. import validation as check
-
-
-def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``compose.resolve``)."""
-    from ..compose import resolve
-    from ..config import RunConfig
-
-    if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
-        for item in args.option or []:
-            if "=" not in item:
-                raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}; to set "
-                                            f"the output prefix use -e/--export, e.g. -e {item}")
-    return resolve(RunConfig.from_args(args))
+from .runs import run_config
 
 
 def cmd_convert(args) -> int:
     from ..workloads import convert_swf
 
     report = convert_swf(args.trace, args.workload, args.platform, max_jobs=args.max_jobs, nodes=args.nodes,
-                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty)
+                         missing_walltime=args.missing_walltime, allow_empty=args.allow_empty,
+                         batsim=args.batsim)
     print(report)
     for warning in report.all_warnings():
         print(f"batsched-ml: warning: {warning}", file=sys.stderr)
@@ -45,38 +33,53 @@ def _stop_status(exc) -> str:
 
 def cmd_simulate(args) -> int:
     from ..analysis import compute_metrics, format_metrics
-    from ..compose import build_scheduler
     from ..progress import ProgressReporter
-    from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
-                              write_job_details, write_run_description)
-    from ..runner import simulate
+    from ..run_outputs import (COMPLETE, PAUSED, WINDOW, complete_report, mark_run, rejection_summary,
+                               run_description_path, write_connected_description, write_job_details)
+    from ..simulator.lines import line_of
+    from .runs import plan, require_inputs
 
     _warn_deprecated_dynamic_jobs(args)
+    line = line_of(getattr(args, "batsim", 4))
+    if getattr(args, "export", None) is None and not getattr(args, "resume", None):  # (a resumed run: its own)
+        args.export = DEFAULT_EXPORT[line.major]
+    if line.major == 5:
+        _check_batsim5_flags(args)
     if args.connect:
         _refuse_scheduler_flags(args)
-    else:
-        config = run_config(args)
-        scheduler = build_scheduler(config)
+        require_inputs(args)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
+    run = None
+    separator = line.file_separator
     try:
         if args.connect:
             from ..server.peer import simulate_connected
 
-            result = simulate_connected(args, progress=progress)
+            def describe_connected():
+                details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
+                write_connected_description(args.connect, args.export, args.platform, args.workload,
+                                            bool(args.dynamic_jobs), line.name, separator)
+
+            result = simulate_connected(args, progress=progress, on_start=describe_connected)
             report = {}
         else:
+            run = plan(args, progress, line)
 
             def describe_run():  # once the inputs are read and the CSVs open: never left alone
-                details["run"] = run_description_path(args.export)  # marked below, however we stop
-                write_run_description(config, args.export, args.platform, args.workload)
+                details["run"] = run_description_path(run.prefix, separator)  # marked below, however we stop
+                _describe_run(run, line)
 
-            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run)
-            report = scheduler.report()
-            details.update(write_job_details(scheduler, args.export))
-            rejected = core.rejected
-            mark_run(details["run"], COMPLETE)
+            with run.watching():
+                result = run.start(describe_run)
+            if result is None:  # --stop-at (paused, its snapshot written) or a fork's window over
+                partial = run.sim.close()
+                mark_run(details["run"], PAUSED if run.window_end is None else WINDOW, partial)
+                return _paused(run, partial)
+            report = run.scheduler.report()
+            details.update(write_job_details(run.scheduler, run.prefix, separator))
+            rejected = run.core.rejected
+        mark_run(details["run"], COMPLETE)
     except BaseException as exc:
         if "run" in details:
             try:
@@ -90,12 +93,19 @@ def cmd_simulate(args) -> int:
             print(f"batsched-ml: {interrupts.what_stopped(exc)} before the simulation started: nothing was "
                   "written", file=sys.stderr)
             return interrupts.exit_code(exc)
+        snapshot = getattr(exc, "snapshot", None)
+        partial = getattr(exc, "partial_outputs", None)
+        if snapshot is not None and partial is not None:
+            interrupts.note_kept(exc, f"{partial.describe()}; snapshot {snapshot}; resume with: "
+                                 f"batsched-ml simulate --resume {snapshot}")
         return interrupts.report(exc)
     finally:
         progress.close()
     metrics = compute_metrics(result.jobs_csv, nb_cores=result.schedule.get("nb_computing_machines"))
     report = complete_report(report, metrics)
-    files = {"jobs": result.jobs_csv, "schedule": result.schedule_csv, **details}
+    files = {"jobs": result.jobs_csv, "schedule": result.schedule_file, **details}
+    if line.major == 5:  # rc2's third file
+        files["real_exec_info"] = line.output(args.export, "real_exec_info.json")
     if args.json:
         out = {"metrics": metrics, "simulation": {"wall_time": result.wall_time, "messages": result.messages,
                                                    "jobs_csv": result.jobs_csv,
@@ -110,8 +120,8 @@ def cmd_simulate(args) -> int:
         for key, value in report.items():
             if not isinstance(value, (list, dict)):
                 print(f"{key}: {value}")
-    for line in rejection_summary(rejected):
-        print(line, file=sys.stderr)
+    for text in rejection_summary(rejected, reasons_in_csv=line.major == 4):
+        print(text, file=sys.stderr)
     if result.nb_jobs == 0:
         print("batsched-ml: warning: the workload has no job: nothing was simulated", file=sys.stderr)
     if result.unfinished:
@@ -121,10 +131,44 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _describe_run(run, line) -> None:
+    """Write PREFIX_run.json of ``run`` (a ``runs.PlannedRun``): its configuration and inputs as
+    typed, the Batsim line, and how it started (resumed from a snapshot, forked)."""
+    from ..run_outputs import record_resumption, run_description_path, write_run_description
+
+    path = run_description_path(run.prefix, line.file_separator)
+    previous = record_resumption(path) if run.resumed else []
+    write_run_description(run.config, run.prefix, run.platform, run.workloads, line.name, line.file_separator,
+                          extra=dict(run.description, **({"resumed": previous + [run.description["resumed"]]}
+                                                          if run.resumed else {})))
+
+
+def _paused(run, partial) -> int:
+    """``--stop-at``: the outputs as far as known, and the snapshot that continues the run; a fork's
+    window: the outputs hold its jobs."""
+    if run.window_end is not None:
+        print(f"batsched-ml: fork window over (every job submitted before simulated time {run.window_end:.0f} s "
+              f"ended): {partial.describe()}", file=sys.stderr)
+        return 0
+    snapshot = run.watch.written[-1] if run.watch.written else None
+    print(f"batsched-ml: paused (--stop-at): {partial.describe()}; snapshot {snapshot}; resume with: "
+          f"batsched-ml simulate --resume {snapshot}", file=sys.stderr)
+    return 0
+
+
+DEFAULT_EXPORT = {4: "out/out", 5: "out/"}  # -e's default: ours for 4.2.1 (out/out_jobs.csv), rc2's for 5
+
+
 def _refuse_scheduler_flags(args) -> None:
     """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
-    from ..config import settings
+    from ..config.declare import settings
+    from .runs import CHECKPOINT_FLAGS
 
+    for name in CHECKPOINT_FLAGS:
+        if getattr(args, name, None) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} needs the scheduler in this process: with --connect the "
+                             f"scheduler's state is in another process (at {args.connect}), which no snapshot "
+                             "holds")
     for name, spec in settings().items():
         if getattr(args, name, None) not in (None, False):
             raise ValueError(f"{spec.flag} configures the in-process scheduler; with --connect the scheduler is "
@@ -140,12 +184,21 @@ def _warn_deprecated_dynamic_jobs(args) -> None:
               "--enable-dynamic-jobs is given, as in Batsim", file=sys.stderr)
 
 
+def _check_batsim5_flags(args) -> None:
+    """``simulate --batsim 5``: Batsim 5 has no dynamic-jobs flag (the scheduler asks for dynamic
+    registration in its hello; in-process, when it requeues)."""
+    if args.dynamic_jobs is not None:
+        raise ValueError("--enable-dynamic-jobs is a Batsim 4.2.1 flag: under --batsim 5 the scheduler asks for "
+                         "dynamic registration in its hello (in-process: when it kills and requeues)")
+
+
 def cmd_serve(args) -> int:
-    from ..compose import build_scheduler
+    from ..config.compose import build_scheduler
+    from ..config.resolve import run_label
     from ..server.serve import serve
 
     config = run_config(args)
-    return serve(args, build_scheduler(config), label=config.label())
+    return serve(args, build_scheduler(config), label=run_label(config))
 
 
 def _warn_if_partial(*jobs_csvs) -> None:
@@ -166,11 +219,23 @@ def cmd_metrics(args) -> int:
 
     _warn_if_partial(args.jobs_csv)
     table = read_jobs_csv(args.jobs_csv)
+    _refuse_inconsistent(table, args.jobs_csv)
     metrics = compute_metrics(table, taus=tuple(args.tau), nb_cores=args.nb_cores)
     # how much the figures rest on which jobs the trace holds: job-bootstrap 95% intervals, worst 1%
     metrics.update(run_figures(table, tuple(args.tau)))
     print(json.dumps(metrics, sort_keys=True) if args.json else format_metrics(metrics))
     return 0
+
+
+def _refuse_inconsistent(table, path) -> None:
+    """Figures of a file that is no schedule (a start before its submission...) would be wrong or NaN."""
+    from ..analysis.checker import inconsistencies
+
+    problems = inconsistencies(table)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ValueError(f"{path} is not a valid schedule: {problems[0]}{more}; `batsched-ml check {path}` "
+                         "lists every problem")
 
 
 def cmd_plot(args) -> int:
@@ -208,8 +273,22 @@ def cmd_check(args) -> int:
     return 1 if violations else 0
 
 
+def cmd_presets(args) -> int:
+    from ..config.declare import RunConfig
+    from ..config.presets import PRESETS
+
+    for preset in PRESETS.values():
+        flags = " ".join(RunConfig(**preset.values()).argv())
+        print(f"{preset.name} (v{preset.version}): {preset.summary}")
+        print(f"  expands to: {flags}")
+        print(f"  source: {preset.source}")
+        for change in preset.changes:
+            print(f"  changed: {change}")
+    return 0
+
+
 def cmd_plugins(args) -> int:
-    from ..options import describe_plugins
+    from ..config.resolve import describe_plugins
 
     for line in describe_plugins():
         print(line)

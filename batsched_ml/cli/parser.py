@@ -7,16 +7,45 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from .. import validation as check
-from ..validation import arg
-from .commands import cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_serve, cmd_simulate
+from ..config import validate as check
+from ..config.validate import arg
+from .commands import (cmd_check, cmd_convert, cmd_metrics, cmd_plot, cmd_plugins, cmd_presets, cmd_serve,
+                       cmd_simulate)
 
 
 def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
-    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.RunConfig``."""
-    from ..config import add_arguments
+    """The scheduler flags of ``simulate`` and ``serve``: every field of ``config.declare.RunConfig``."""
+    from ..config.declare import add_arguments
 
     add_arguments(parser.add_argument_group("scheduler"))
+
+
+def _checkpoint_arguments(group) -> None:
+    """``simulate``'s snapshot flags: checkpoints, pausing, resuming and forking a run."""
+    sim_time = check.duration_arg("--checkpoint-every", "simulated time between two snapshots")
+    group.add_argument("--checkpoint-every", type=sim_time, default=None, metavar="DURATION",
+                       help="write a snapshot every DURATION of simulated time (e.g. 7d, 12h, 3600); by "
+                       "default only when SIGINT / SIGTERM stops the run")
+    group.add_argument("--checkpoint-every-wall", type=check.duration_arg("--checkpoint-every-wall",
+                                                                          "wall-clock time between two snapshots"),
+                       default=None, metavar="DURATION", help="write a snapshot every DURATION of wall-clock time "
+                       "(e.g. 10min)")
+    group.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                       help="folder of the snapshots (default: PREFIX_checkpoints beside the outputs)")
+    group.add_argument("--checkpoint-keep", type=arg(check.positive_int, "--checkpoint-keep", integer=True),
+                       default=None, metavar="K", help="keep the K latest snapshots (default 3)")
+    group.add_argument("--stop-at", type=check.duration_arg("--stop-at", "simulated date to pause at", zero=True),
+                       default=None, metavar="TIME", help="pause at simulated date TIME (e.g. 300d): a snapshot "
+                       "is written there and the outputs hold the jobs ended so far")
+    group.add_argument("--resume", default=None, metavar="SNAPSHOT",
+                       help="continue the run of SNAPSHOT where it stopped: outputs byte-identical to the run "
+                       "never interrupted (refused if its inputs, configuration or batsched-ml changed)")
+    group.add_argument("--fork", default=None, metavar="SNAPSHOT",
+                       help="start a new run from SNAPSHOT's system state (time, running and queued jobs, jobs "
+                       "to come) under the scheduler flags given")
+    group.add_argument("--fork-window", type=check.duration_arg("--fork-window", "simulated time a fork runs"),
+                       default=None, metavar="DURATION", help="with --fork: stop once every job waiting at the "
+                       "snapshot or submitted within DURATION after it has ended (e.g. 7d)")
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -39,7 +68,10 @@ class OneLineErrorParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+        """``batsched-ml: error: ...`` as every other error (the README's promise), naming the
+        (sub)command whose help to read."""
+        program = self.prog.split()[0]
+        self.exit(2, f"{program}: error: {message} (see: {self.prog} --help)\n")
 
     def parse_known_args(self, args=None, namespace=None):
         """Also records, as ``command_parser``, the innermost (sub)command's parser: the one whose
@@ -91,12 +123,24 @@ def build_parser() -> argparse.ArgumentParser:
                    "time, or drop the job")
     p.add_argument("--allow-empty", action="store_true",
                    help="write the workload even when no job of the trace is usable (default: an error, exit 2)")
+    p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
+                   help="the Batsim line of the workload: 4 (4.2.1: delay profiles) or 5 (DelayProfile, and each "
+                   "job's user in its extra_data, the only job member Batsim 5 forwards to the scheduler)")
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
-    p.add_argument("-p", "--platform", required=True, help="SimGrid platform XML")
-    p.add_argument("-w", "--workload", required=True, action="append", help="Batsim workload (repeatable)")
-    p.add_argument("-e", "--export", default="out/out", help="output prefix (default out/out)")
+    p.add_argument("-p", "--platform", default=None, help="SimGrid platform XML (required, but with --resume / "
+                   "--fork, whose snapshot names it)")
+    p.add_argument("-w", "--workload", default=None, action="append",
+                   help="Batsim workload (repeatable; required, but with --resume / --fork)")
+    p.add_argument("-e", "--export", default=None,
+                   help="output prefix, as Batsim takes it: Batsim 4.2.1 writes PREFIX_jobs.csv (default out/out), "
+                   "Batsim 5 PREFIXjobs.csv (default out/, as rc2); with --resume, the run's own")
+    p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
+                   help="the Batsim line to behave like: 4 (4.2.1, the default until Batsim 5.0 is final) or 5 "
+                   "(5.0.0-rc2: its timing, its workloads (DelayProfile; a 4.2.1 workload is read as its Batsim 5 "
+                   "conversion) and its outputs: jobs.csv, schedule.json; with --connect, batprotocol JSON to the "
+                   "scheduler: init frame, its hello asks for the features, no --enable-dynamic-jobs)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object (summary figures; "
                    "per-job detail goes to PREFIX_classes.csv / PREFIX_predictions.csv, named under 'files')")
     p.add_argument("--quiet", action="store_true",
@@ -112,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "on only when the scheduler requeues jobs")
     p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
                    help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
+    _checkpoint_arguments(p.add_argument_group("checkpoints (snapshots of the whole run: docs/snapshots.md)"))
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -120,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=arg(check.timeout, "--timeout"), default=None, metavar="SECONDS",
                    help="exit with an error when Batsim sends nothing for this long (default: wait forever)")
     p.add_argument("--log", default=None, metavar="FILE", help="write every message exchanged to FILE")
+    p.add_argument("--batsim", choices=("4", "5"), default=None,
+                   help="which Batsim connects: 4 (4.2.1, JSON messages, batsim -s ENDPOINT) or 5 (batprotocol "
+                   "JSON, batsim --edc-socket-str ENDPOINT INIT); default: recognised by Batsim's first message")
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_serve)
 
@@ -133,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="machine size, for utilisation (default: the largest core id used + 1)")
     p.set_defaults(func=cmd_metrics)
 
-    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs (needs the 'plots' extra)")
+    p = sub.add_parser("plot", help="figures of runs from their jobs CSVs")
     p.add_argument("jobs_csv", nargs="+", help="one or more PREFIX_jobs.csv files, one curve each")
     p.add_argument("-o", "--output", required=True, help="image file (format from the suffix: .png, .pdf, .svg)")
     p.add_argument("--kind", choices=("cumbsld", "wait-ecdf"), default="cumbsld",
@@ -166,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list every plugin by kind, with its -o options and their defaults")
     p.set_defaults(func=cmd_plugins)
+
+    p = sub.add_parser("presets", help="list the named configurations of --preset: what each expands to, its "
+                       "source (paper and table, or the results file that measured it) and what changed")
+    p.set_defaults(func=cmd_presets)
 
     from ..campaign.cli import add_campaign_commands
 

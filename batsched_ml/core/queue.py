@@ -15,6 +15,7 @@ the jobs before it that do not (``minindex``).
 from __future__ import annotations
 
 import heapq
+from functools import partial
 from operator import itemgetter
 
 from sortedcontainers import SortedDict, SortedList
@@ -22,6 +23,11 @@ from sortedcontainers import SortedDict, SortedList
 from .minindex import MinIndex
 
 INF = float("inf")
+
+
+def _static_key(key, job) -> tuple:
+    """A static order's index entry for ``job`` (a module function, not a closure: queues pickle)."""
+    return key(job, 0.0), job.seq
 
 
 class JobQueue:
@@ -49,8 +55,7 @@ class JobQueue:
             self._nb_arrived = 0
             self._indexes["arrival"] = (self._arrival_no.__getitem__, {})
         if backfill_policy is not None and not backfill_policy.dynamic:
-            key = backfill_policy.key
-            self._indexes[backfill_policy.name] = (lambda job: (key(job, 0.0), job.seq), {})
+            self._indexes[backfill_policy.name] = (partial(_static_key, backfill_policy.key), {})
 
     @property
     def static(self) -> bool:
@@ -195,7 +200,9 @@ class JobQueue:
     def shortest_by_size(self, max_res: int, exclude=None):
         """``(res, shortest estimate)`` for each requested size up to ``max_res``, smallest
         size first, leaving out ``exclude`` (estimates as when the jobs were queued: they
-        change only while jobs run)."""
+        change only while jobs run). What a backfilling pass can know without reading the queue:
+        if no size fits before the shadow time with its shortest estimate, and none fits in the
+        extra cores, nothing can be backfilled and the pass stops."""
         for res in self._by_size.irange(maximum=max_res):
             sized = self._by_size[res]
             for estimate, seq in sized.islice(0, 2):
@@ -226,9 +233,19 @@ class JobQueue:
         yield from (job for _, job in heapq.merge(*readers))
 
     def fit_search(self, now: float, order: str = "queue"):
-        """A :class:`FitSearch` over the jobs in the order a backfilling pass reads them
+        """A `FitSearch` over the jobs in the order a backfilling pass reads them
         (``queue``: the queue order; or the name of the ``backfill_policy``), or None when
-        that order is not indexed (a dynamic policy)."""
+        that order is not indexed (a dynamic policy: loop over ``ordered(now)`` instead).
+
+        ``search.next(max_res, limits, exclude)`` returns the first job, in that order, that
+        requests at most ``max_res`` cores and whose estimate is within its size's limit;
+        ``limits`` is a staircase ``[(n, limit), ...]`` (``n`` increasing: sizes up to ``n``
+        may run ``limit`` seconds). For EASY with a head reserved at shadow time ``S`` and
+        ``extra`` cores free even then, at ``now`` with ``free`` cores:
+        ``[(extra, inf), (free, S - now)]`` (a job on the extra cores may run any time, one
+        on the others must end by ``S``). Start the job it returns (the limits only shrink
+        during a pass), or ``search.reject(job)`` when it does not fit after all; ``exclude``
+        (the head) is never returned."""
         if order != "queue":
             streams = [(self._indexes[order][1], None)]
         elif self._sorted is None:

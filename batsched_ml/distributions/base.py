@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..params import Params
-from ..validation import check_number
+from ..config.params import Params
+from ..config.validate import check_number
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME, RuntimeBins
 
 

@@ -13,7 +13,7 @@ from collections import deque
 
 import numpy as np
 
-from ..validation import ValidationError, non_negative, positive_int
+from ..config.validate import ValidationError, non_negative, positive_int
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import validation as check
-from ..validation import arg
+from ..config import validate as check
+from ..config.validate import arg
 
 
 

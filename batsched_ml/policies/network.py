@@ -17,6 +17,10 @@ trained):
 * ``cores``: requested cores / the machine's cores;
 * ``log_cores``: ``log2(cores) / log2(machine cores)`` (1-core jobs 0, whole-machine jobs 1).
 
+An agent's network may also read ``fits_now`` (:data:`AGENT_FEATURES`: 1 if the job's cores are
+free now), which the environment and the ``rlscheduler`` protocol give; a queue order has no
+machine state to compute it from, so such a network runs there only (``rl:FILE`` refuses it).
+
 Times are on a fixed logarithmic scale, sizes relative to the machine, so a policy trained on
 one trace runs on another machine (the machine size is given by the scheduler at the start
 of the simulation; a scheduler that does not pass it on leaves the training machine's size,
@@ -38,12 +42,13 @@ import numpy as np
 
 from .orders import Policy
 
-__all__ = ["FEATURES", "FORMAT", "NetworkError", "NetworkPolicy", "ScoringNetwork", "job_features",
+__all__ = ["AGENT_FEATURES", "FEATURES", "FORMAT", "NetworkError", "NetworkPolicy", "ScoringNetwork", "job_features",
            "load_network", "network_policy"]
 
 FORMAT = "batsched-ml-scoring-network"
 VERSION = 1
 FEATURES = ("wait", "estimate", "cores", "log_cores")
+AGENT_FEATURES = FEATURES + ("fits_now",)  # the environment's observation columns an agent may score with
 TIME_BITS = 20.0  # log2(1 + seconds) / TIME_BITS: 1.0 at 2**20 s, about 12 days
 
 
@@ -107,9 +112,11 @@ class ScoringNetwork:
     def _check(self) -> None:
         if not self.layers:
             raise NetworkError("a scoring network needs at least one layer")
-        unknown = [f for f in self.features if f not in FEATURES]
-        if unknown:
-            raise NetworkError(f"unknown feature(s) {unknown}; this version computes {', '.join(FEATURES)}")
+        if self.features not in (FEATURES, AGENT_FEATURES):
+            unknown = [f for f in self.features if f not in AGENT_FEATURES]
+            what = f"unknown feature(s) {unknown}" if unknown else f"features {list(self.features)}"
+            raise NetworkError(f"{what}; this version computes {', '.join(FEATURES)} in that order (and an agent's "
+                               f"network also {AGENT_FEATURES[-1]})")
         width = len(self.features)
         for i, (w, b) in enumerate(self.layers):
             if w.ndim != 2 or b.shape != (w.shape[1],) or w.shape[0] != width:
@@ -220,6 +227,9 @@ class NetworkPolicy(Policy):
     dynamic = True  # the waiting time is a feature
 
     def __init__(self, network: ScoringNetwork, name: str = "rl"):
+        if network.features != FEATURES:
+            raise NetworkError(f"{name}: the network reads {', '.join(network.features)}: an agent's network (the "
+                               "environment, the rlscheduler protocol), not a queue order")
         self.network = network
         self.name = name
         self.nb_cores = network.machine_cores

@@ -1,7 +1,7 @@
 """Runtime predictors and corrections: EASY++ (Tsafrir et al.) and E-Loss regression (Gaussier et al.).
 
 An :class:`Estimator` joins a predictor and an optional correction; the composer
-(``batsched_ml.compose``) builds it from ``--predictor`` / ``--correction`` /
+(``batsched_ml.config.compose``) builds it from ``--predictor`` / ``--correction`` /
 ``--correction-timing`` and gives it to the scheduler, which drives it:
 
 * at submission the predictor's prediction, clipped to ``[1 s, walltime]``,
@@ -25,7 +25,7 @@ An :class:`Estimator` joins a predictor and an optional correction; the composer
 * at each completion (successful or walltime-reached) the predictor learns
   the actual runtime ``end - start`` (``partial_fit``).
 
-Named configurations (flags of ``batsched-ml simulate``, fields of ``config.RunConfig``):
+Named configurations (flags of ``batsched-ml simulate``, fields of ``config.declare.RunConfig``):
 
 * EASY++ (Tsafrir, Etsion & Feitelson 2007):
   ``--predictor ave2 --correction incremental --backfill-order sjbf``
@@ -35,7 +35,7 @@ Named configurations (flags of ``batsched-ml simulate``, fields of ``config.RunC
   for EASY-SJBF clairvoyant).
 
 Predictors: ``requested``, ``clairvoyant``, ``ave2``, ``eloss``; corrections:
-``requested``, ``incremental``, ``doubling`` (plugins, see ``plugins.py``).
+``requested``, ``incremental``, ``doubling`` (plugins, see ``batsched_ml/config/plugins.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import math
 import numpy as np
 
 from ..core.decision_core import CALL_STAMP_TOLERANCE
+from ..incremental import AppendOnlyList
 from .base import Correction, RuntimePredictor
 from .eloss import asymmetric_loss, job_weight
 
@@ -79,8 +80,8 @@ class Estimator:
         self._running: dict = {}
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
-        self._records: list = []  # (prediction, actual, cores)
-        self._record_ids: list = []  # (job id, corrections) of each record
+        self._records = AppendOnlyList()  # (prediction, actual, cores); a snapshot writes each once
+        self._record_ids = AppendOnlyList()  # (job id, corrections) of each record
         self._due: list = []
         self._calls: list = []
         self._seq = 0
@@ -99,8 +100,8 @@ class Estimator:
         self._seq = 0
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
-        self._records = []
-        self._record_ids = []
+        self._records = AppendOnlyList()
+        self._record_ids = AppendOnlyList()
 
     def on_submission(self, job, ctx) -> None:
         prediction = float(self.predictor.predict(job, ctx.now))

@@ -2,7 +2,7 @@
 
 A *predictor* learns, online, the actual runtime of jobs from the jobs that
 completed so far and predicts the runtime of a job at its submission, with scikit-learn's
-estimator contract (``batsched_ml.params``):
+estimator contract (``batsched_ml.config.params``):
 
 * hyper-parameters are constructor arguments, stored as given (``get_params`` /
   ``set_params``), checked by ``validate_params``;
@@ -21,7 +21,7 @@ estimate; the estimator caps it at the requested time.
 
 from __future__ import annotations
 
-from ..params import Params
+from ..config.params import Params
 
 __all__ = ["Correction", "Params", "RuntimePredictor"]
 

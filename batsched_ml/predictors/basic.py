@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..validation import positive_int
+from ..config.validate import positive_int
 from .base import RuntimePredictor
 
 

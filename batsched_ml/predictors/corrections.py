@@ -6,7 +6,7 @@ caps it at the requested time. Jobs are never killed at their prediction.
 
 from __future__ import annotations
 
-from ..validation import ValidationError, check_number, positive
+from ..config.validate import ValidationError, check_number, positive
 from .base import Correction
 
 MINUTE, HOUR = 60.0, 3600.0

@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from ..params import Params
-from ..validation import ValidationError, finite, non_negative, positive
+from ..config.params import Params
+from ..config.validate import ValidationError, finite, non_negative, positive
 from .base import RuntimePredictor
 
 DAY, WEEK = 86400.0, 7 * 86400.0

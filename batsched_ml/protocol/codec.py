@@ -25,6 +25,7 @@ from .parse import DECISIONS, EVENTS
 from .transcripts import TRANSCRIPT_TAGS, read_transcript
 
 __all__ = [
+    "BATSIM_4",
     "DECISIONS",
     "EVENTS",
     "MAX_CORE_ID",
@@ -38,3 +39,15 @@ __all__ = [
     "parse_alloc",
     "read_transcript",
 ]
+
+
+class _Batsim4:
+    """The 4.2.1 codec with a Batsim 5 session's interface (``decode``, ``encode``): stateless,
+    4.2.1's messages stand alone."""
+
+    name = "Batsim 4.2.1"
+    decode = staticmethod(decode)
+    encode = staticmethod(encode)
+
+
+BATSIM_4 = _Batsim4()

@@ -13,9 +13,9 @@ import json
 import math
 from math import isfinite
 
-from .errors import EXCERPT, ProtocolError, escape_controls, excerpt, quote as _q
+from .errors import EXCERPT, ProtocolError, ProtocolViolation, escape_controls, excerpt, quote as _q
 from .events import Message
-from .members import Invalid, is_number
+from .members import Invalid, OutOfOrder, is_number
 from .parse import DECISIONS, DIRECTION_TEXT, EVENTS, PARSERS
 
 try:  # optional accelerator for parsing; results are checked equal to json.loads in the tests
@@ -23,7 +23,7 @@ try:  # optional accelerator for parsing; results are checked equal to json.load
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = None
 
-__all__ = ["decode"]
+__all__ = ["decode", "read_message"]
 
 
 def _reject_constant(name: str):
@@ -88,6 +88,20 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
     parsers = PARSERS.get(direction)
     if parsers is None:
         raise ValueError(f"direction must be {_q(EVENTS)} or {_q(DECISIONS)}, not {_q(direction)}")
+    return read_message(raw, parsers, direction=direction, sender=DIRECTION_TEXT[direction])
+
+
+def read_message(raw, parsers: dict, *, direction: str, sender: str, keys: tuple = ("type", "data"),
+                 on_now=None, after_first: bool = False) -> Message:
+    """The envelope ``{"now", "events"}`` and its events, checked by the rules every Batsim line
+    shares (``now`` a number, each event's timestamp at most ``now``, the events sorted); each event
+    is ``{"timestamp", keys[0]: its type, keys[1]: its body}`` (4.2.1's ``type``/``data``, Batsim
+    5's ``event_type``/``event``) and becomes ``parsers[type](timestamp, body, now)`` (None: left
+    out). ``sender`` names the direction in the errors (``"Batsim->scheduler"``); ``on_now(now)``
+    checks ``now`` before any event; ``after_first``: each timestamp need only be at least the
+    first event's (how Batsim 5.0.0-rc2 reads a reply), not the previous one's. An
+    :class:`~batsched_ml.protocol.members.OutOfOrder` problem is a ProtocolViolation, any other a
+    ProtocolError."""
     doc = _load(raw)
     if type(doc) is not dict:
         raise ProtocolError(f"message is not a JSON object but a {type(doc).__name__}: {excerpt(raw)}")
@@ -98,6 +112,8 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
     if not is_number(now):
         raise ProtocolError(f"message 'now' must be a finite number, got {_q(now)}: {excerpt(raw)}")
     now = float(now)
+    if on_now is not None:
+        on_now(now)
     try:
         raw_events = doc["events"]
     except KeyError:
@@ -105,6 +121,7 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
     if type(raw_events) is not list:
         raise ProtocolError(f"message 'events' must be an array, got {type(raw_events).__name__}: {excerpt(raw)}")
 
+    type_key, body_key = keys
     events = []
     previous = -math.inf
     for index, event in enumerate(raw_events):
@@ -112,15 +129,14 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
         try:
             if type(event) is not dict:
                 raise Invalid("an event must be a JSON object")
-            etype = event.get("type")
+            etype = event.get(type_key)
             if type(etype) is not str:
-                raise Invalid("missing event member 'type'" if etype is None else "event 'type' must be a string")
+                raise Invalid(f"missing event member {type_key!r}" if etype is None
+                              else f"event {type_key!r} must be a string")
             parser = parsers.get(etype)
             if parser is None:
-                raise Invalid(
-                    f"unknown event type for the {direction} direction ({DIRECTION_TEXT[direction]}); "
-                    f"known types: {', '.join(parsers)}"
-                )
+                raise Invalid(f"unknown event type for the {direction} direction ({sender}); "
+                              f"known types: {', '.join(parsers)}")
             ts = event.get("timestamp")
             if type(ts) is not float or not isfinite(ts):
                 if type(ts) is not int:
@@ -131,19 +147,26 @@ def decode(raw: bytes | str, *, direction: str = EVENTS) -> Message:
             if ts > now:
                 raise Invalid(f"event timestamp {_q(ts)} is later than the message now={_q(now)}")
             if ts < previous:
-                raise Invalid(f"events are not sorted by timestamp: {_q(ts)} comes after {_q(previous)}")
-            previous = ts
-            data = event.get("data")
+                raise Invalid(f"events are not sorted by timestamp: {_q(ts)} comes after {_q(previous)}"
+                              if not after_first else
+                              f"event timestamp {_q(ts)} is before the first event's {_q(previous)}")
+            if not after_first or index == 0:
+                previous = ts
+            data = event.get(body_key)
             if type(data) is not dict:
-                raise Invalid("missing event member 'data'" if data is None else "event 'data' must be an object")
-            events.append(parser(ts, data, now))
+                raise Invalid(f"missing event member {body_key!r}" if data is None
+                              else f"event {body_key!r} must be an object")
+            result = parser(ts, data, now)
         except Invalid as problem:
             shown = etype if type(etype) is str else "?"
-            event_text = _event_text(event, len(raw))
-            raise ProtocolError(
-                f"{DIRECTION_TEXT[direction]} message, event #{index} ({shown}): {problem}; "
-                f"event: {event_text}; message: {excerpt(raw)}",
+            shown_event = _event_text(event, len(raw))
+            error = ProtocolViolation if isinstance(problem, OutOfOrder) else ProtocolError
+            raise error(
+                f"{sender} message, event #{index} ({shown}): {problem}; "
+                f"event: {shown_event}; message: {excerpt(raw)}",
                 index=index,
                 event_type=etype if type(etype) is str else None,
             ) from None
+        if result is not None:
+            events.append(result)
     return Message(now, events)

@@ -32,7 +32,7 @@ from .events import (
 )
 from .parse import BEGINS_ORDER
 
-__all__ = ["encode"]
+__all__ = ["compact_json", "encode", "number_text"]
 
 
 def _alloc_text(ev: ExecuteJob) -> str:
@@ -164,13 +164,14 @@ def _make_dumps():
 
 
 _dumps = _make_dumps()
+compact_json = _dumps  # the same JSON writing for the Batsim 5 codec (``protocol.v5``)
 
 
 _float_text = float.__repr__  # what json writes for a finite float
 _json_string = json.encoder.encode_basestring  # a JSON string literal, non-ASCII kept (ensure_ascii=False)
 
 
-def _number_text(value) -> str | None:
+def number_text(value) -> str | None:
     """JSON text of a timestamp as ``json.dumps`` writes it; None when the fast path does not apply."""
     kind = type(value)
     if kind is float:
@@ -181,14 +182,14 @@ def _number_text(value) -> str | None:
 
 
 def _fast_execute(ev: ExecuteJob) -> str | None:
-    ts = _number_text(ev.timestamp)
+    ts = number_text(ev.timestamp)
     if ts is None or ev.mapping is not None or type(ev.job_id) is not str:
         return None
     return f'{{"timestamp":{ts},"type":"EXECUTE_JOB","data":{{"job_id":{_json_string(ev.job_id)},"alloc":"{_alloc_text(ev)}"}}}}'
 
 
 def _fast_call(ev: CallMeLater) -> str | None:
-    ts, at = _number_text(ev.timestamp), _number_text(ev.at)
+    ts, at = number_text(ev.timestamp), number_text(ev.at)
     if ts is None or at is None:
         return None
     return f'{{"timestamp":{ts},"type":"CALL_ME_LATER","data":{{"timestamp":{at}}}}}'
@@ -205,7 +206,7 @@ def encode(message: Message) -> bytes:
     Works for both directions. ``RejectJob.reason`` is not sent; ``mapping`` only
     when set. Raises ProtocolError for an object that has no wire form.
     """
-    now = _number_text(message.now)
+    now = number_text(message.now)
     if now is None:
         return _encode_general(message)
     if not message.events:  # most replies: nothing to do

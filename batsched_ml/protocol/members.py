@@ -1,26 +1,32 @@
 """Reading the members of one event's ``data`` the way Batsim does: typed members, job ids, the
 exact member set of a decision, allocation strings (parsed directly into a ``CoreSet``: procset
-costs ~10 µs per allocation and is quadratic on fragmented sets) and job descriptions. Each
+costs ~10 µs per allocation and is quadratic on fragmented sets). Job and profile descriptions
+are :mod:`~batsched_ml.protocol.descriptions`'. Each
 problem is an :class:`Invalid` saying what is wrong; ``decoding.decode`` adds where."""
 
 from __future__ import annotations
 
 import math
 
-from ..validation import MAX_CORES
+from ..config.validate import MAX_CORES
 from .coreset import CoreSet
 from .errors import quote as _q
 
-__all__ = ["Invalid", "MAX_CORE_ID", "alloc_member", "check_job", "check_job_id", "dict_member", "exact_members",
+__all__ = ["Invalid", "MAX_CORE_ID", "OutOfOrder", "alloc_member", "check_job_id", "dict_member", "exact_members",
            "is_number", "job_id_list", "job_id_member", "member", "parse_alloc", "str_member"]
 
 # Largest core id accepted in an allocation string: a typo such as "0-99999999999"
-# would otherwise build a gigantic bitmask. Every command shares this limit (``validation.MAX_CORES``).
+# would otherwise build a gigantic bitmask. Every command shares this limit (``config.validate.MAX_CORES``).
 MAX_CORE_ID = MAX_CORES - 1
 
 
 class Invalid(Exception):
     """A problem inside one event's data; ``decode`` adds the context."""
+
+
+class OutOfOrder(Invalid):
+    """A well-formed event that Batsim never sends at this point (a second simulation start, the
+    completion of a job that does not run...): reported as a ProtocolViolation."""
 
 
 def is_number(value) -> bool:
@@ -126,35 +132,3 @@ def alloc_member(data: dict, key: str) -> CoreSet:
         return parse_alloc(member(data, key))
     except ValueError as error:
         raise Invalid(f"data member {_q(key)}: {error}") from None
-
-
-def check_job(job: dict, job_id: str) -> None:
-    """What Batsim's ``Job::from_json`` requires of a job description (plus res > 0)."""
-    get = job.get
-    jid = get("id")
-    if type(jid) is not str:
-        if type(jid) is not int:
-            if "id" not in job:
-                raise Invalid("missing job member 'id'")
-            raise Invalid(f"job member 'id' must be a string or an integer, got {_q(jid)}")
-        jid = str(jid)
-    if jid != job_id and f"{job_id.partition('!')[0]}!{jid}" != job_id:  # Batsim prefixes a bare id
-        raise Invalid(f"job member 'id' {_q(job['id'])} does not match data member 'job_id' {_q(job_id)}")
-    subtime = get("subtime")
-    if not is_number(subtime):
-        if "subtime" not in job:
-            raise Invalid("missing job member 'subtime'")
-        raise Invalid(f"job member 'subtime' must be a number, got {_q(subtime)}")
-    res = get("res")
-    if type(res) is not int or res <= 0:
-        if res is None and "res" not in job:
-            raise Invalid("missing job member 'res'")
-        raise Invalid(f"job member 'res' must be a positive integer, got {_q(res)}")
-    walltime = get("walltime", -1)
-    if walltime != -1 and not (is_number(walltime) and walltime > 0):
-        raise Invalid(f"job member 'walltime' must be -1 (none) or a positive number, got {_q(walltime)}")
-    profile = get("profile")
-    if type(profile) is not str:
-        if "profile" not in job:
-            raise Invalid("missing job member 'profile'")
-        raise Invalid(f"job member 'profile' must be a string, got {_q(profile)}")

@@ -6,8 +6,9 @@ One small parser per event type turns an event's ``data`` into a typed event of
 rules are those of ``batsim-protocol.md`` (checked against Batsim 4.2.1's ``protocol.cpp`` and
 ``server.cpp``), where Batsim aborts the simulation. The reader of events is lenient about
 members it does not need (Batsim may add some); the reader of decisions enforces Batsim's
-member counts. The members themselves (ids, allocations, job descriptions) are read by
-:mod:`~batsched_ml.protocol.members`.
+member counts. The members themselves (ids, allocations) are read by
+:mod:`~batsched_ml.protocol.members`, job and profile descriptions by
+:mod:`~batsched_ml.protocol.descriptions`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from .events import (
     SimulationBegins,
     SimulationEnds,
 )
-from .members import (MAX_CORE_ID, Invalid, alloc_member, check_job, dict_member, exact_members, is_number,
+from .descriptions import check_job, check_profile_description
+from .members import (MAX_CORE_ID, Invalid, alloc_member, dict_member, exact_members, is_number,
                       job_id_list, job_id_member, member, str_member)
 
 __all__ = ["BEGINS_ORDER", "DECISIONS", "DIRECTION_TEXT", "EVENTS", "PARSERS"]
@@ -95,10 +97,19 @@ def _job_submitted(ts: float, data: dict, now: float) -> JobSubmitted:
     job_id = job_id_member(data)
     job = dict_member(data, "job")
     check_job(job, job_id)
-    profile = data.get("profile")
-    if profile is not None and type(profile) is not dict:
-        raise Invalid(f"data member 'profile' must be an object, got {_q(profile)}")
+    profile = data.get("profile")  # forwarded with --forward-profiles-on-submission
+    if profile is not None:
+        if type(profile) is not dict:
+            raise Invalid(f"data member 'profile' must be an object, got {_q(profile)}")
+        _check_profile(profile, job["profile"])
     return JobSubmitted(ts, job_id, job, profile)
+
+
+def _check_profile(profile: dict, name: str) -> None:
+    try:
+        check_profile_description(profile)
+    except Invalid as problem:
+        raise Invalid(f"profile {_q(name)}: {problem}") from None
 
 
 def _job_completed(ts: float, data: dict, now: float) -> JobCompleted:
@@ -231,10 +242,8 @@ def _call_me_later(ts: float, data: dict, now: float) -> CallMeLater:
 def _register_profile(ts: float, data: dict, now: float) -> RegisterProfile:
     workload = str_member(data, "workload_name")
     name = str_member(data, "profile_name")
-    profile = dict_member(data, "profile")
-    if type(profile.get("type")) is not str:
-        raise Invalid(f"the profile {_q(name)} needs a string member 'type', got {_q(profile)}")
-    return RegisterProfile(ts, workload, name, profile)
+    _check_profile(dict_member(data, "profile"), name)
+    return RegisterProfile(ts, workload, name, data["profile"])
 
 
 def _register_job(ts: float, data: dict, now: float) -> RegisterJob:

@@ -12,8 +12,9 @@ and ``simulate`` read.
 
 **Observation, action, reward**: ``observation`` (the oldest ``window`` queued jobs' features
 and the machine, in [0, 1]), a slot of that window (``action_mask`` in ``info`` and
-``action_masks()``: the slots that hold a job; any other action is never executed -- the
-oldest job is started instead and ``info["invalid_action"]`` says so), ``reward``
+``action_masks()``: the slots that hold a job; a slot without a job is never executed -- the
+oldest job is started instead and ``info["invalid_action"]`` says so; an action outside
+``action_space`` raises ValueError), ``reward``
 (``-AVEbsld`` at the end by default).
 
 **Two cores, one schedule.** By default an episode runs in the lean core (``lean``): the same
@@ -39,6 +40,8 @@ environment runs the very code ``simulate`` runs. ``greenlet`` is a small, long-
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
@@ -50,14 +53,23 @@ from ..simulator.engine import NO_LATENCY
 from . import lean as lean_core
 from . import observation
 from .agent import agent_scheduler
-from .episodes import Sequences, load_trace
 from .evaluate import avebsld
+from .protocols import get_protocol
 from .registration import ENV_ID, register
 from .reward import Reward
 
 __all__ = ["SchedulingEnv", "ENV_ID", "SIMULATORS"]
 
 SIMULATORS = ("lean", "full")
+SNAPSHOT_HORIZON = 7 * 86400.0  # seconds of submissions an episode from a snapshot covers
+
+
+@dataclass
+class _Paused:
+    """The end of an episode from a snapshot: its jobs have ended (the run itself goes on)."""
+
+    end_time: float
+    jobs_csv: str | None
 
 
 class SchedulingEnv(gym.Env):
@@ -65,30 +77,46 @@ class SchedulingEnv(gym.Env):
 
     ``workload``: an SWF trace, a Batsim JSON workload (path or dict) or ``lublin:CORES``;
     ``platform``: the machine (a core count or a SimGrid XML; default the trace's size);
-    ``sequence_length`` jobs per episode (1,024), starting within ``start_range`` (fractions of
+    ``sequence_length`` jobs per episode (default 1,024, or all the jobs of the start range when
+    the trace has fewer, as the bundled 1,000-job sample), starting within ``start_range`` (fractions of
     the trace); ``window`` action slots (128, as RLScheduler); ``backfill``: ``none`` or
     ``easy``; ``reward`` and ``tau`` (see ``reward``); ``predictor``: a runtime predictor plugin
     whose estimates the agent sees instead of the requested times; ``output_prefix``: write
     each episode's Batsim outputs as ``PREFIX-<episode>_jobs.csv`` ... and its workload as
     ``PREFIX-<episode>_workload.json``; ``simulator``: ``lean`` (the default: the lean core whenever
-    the episode allows it) or ``full`` (always the embedded simulator and the decision core).
+    the episode allows it) or ``full`` (always the embedded simulator and the decision core);
+    ``protocol``: ``batsched-ml`` (the default, all of the above) or ``rlscheduler`` (RLScheduler's
+    trace reading, sequences and simulator, ``backfill`` ``none`` or ``rlscheduler``: ``protocols``).
 
     ``reset(options={"start": i})`` runs the sequence starting at job ``i`` of the trace
     (evaluation on fixed sequences); otherwise starts are drawn from the seeded ``np_random``.
+
+    ``reset(options={"snapshot": S, "horizon": seconds})`` starts the episode from a snapshot of a
+    real run instead (``simulate --stop-at`` / ``--checkpoint-every``; ``S`` a file or a list of
+    files, one drawn per episode): the agent takes over the machine and the queue as they were
+    (``forking.fork``) and the episode lasts until every job submitted within ``horizon`` (default
+    one week) after the snapshot has ended; its jobs are those that had not started at the snapshot.
     """
 
     metadata = {"render_modes": []}
     MAX_RESAMPLES = 100  # a drawn sequence where no job ever waits beside another has no decision
 
-    def __init__(self, workload, platform=None, *, sequence_length: int = 1024, start_range=(0.0, 1.0),
+    def __init__(self, workload, platform=None, *, sequence_length: int | None = None, start_range=(0.0, 1.0),
                  window: int = 128, backfill: str = "none", reward: str = "bsld", tau: float = 10.0,
-                 predictor: str | None = None, output_prefix: str | None = None, simulator: str = "lean"):
+                 predictor: str | None = None, output_prefix: str | None = None, simulator: str = "lean",
+                 protocol: str = "batsched-ml"):
+        self.protocol = get_protocol(protocol)
+        self.protocol.check_backfill(backfill)
         nb_cores = _machine_size(platform)
-        self.trace = load_trace(workload, nb_cores)
-        self.sequences = Sequences(self.trace, sequence_length, start_range)
+        self.trace = self.protocol.load_trace(workload, nb_cores)
+        self.sequences = self.protocol.sequences(self.trace, sequence_length, start_range)
         self.nb_cores = self.trace.nb_cores
         self.window, self.backfill, self.predictor = int(window), backfill, predictor
-        agent_scheduler(None, backfill, self.window)  # check the settings now, not at the first reset
+        if self.protocol.name == "batsched-ml":
+            agent_scheduler(None, backfill, self.window)  # check the settings now, not at the first reset
+        elif predictor is not None or output_prefix is not None:
+            raise ValueError(f"the {self.protocol.name} protocol runs its own simulator: no predictor, "
+                             "no output_prefix")
         self.reward_fn = Reward(reward, tau)
         self.output_prefix = output_prefix
         if simulator not in SIMULATORS:
@@ -105,11 +133,15 @@ class SchedulingEnv(gym.Env):
         self._steps = 0
         self._start = None
         self._carry = 0.0
+        self._episode_jobs = None  # ids of a snapshot episode's jobs (None: a sequence of the trace)
+        self._scratch = None  # a snapshot episode's outputs when output_prefix is None
 
     # ------------------------------------------------------------- Gymnasium
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self._stop()
+        if (options or {}).get("snapshot") is not None:
+            return self._reset_from_snapshot(options["snapshot"], float(options.get("horizon", SNAPSHOT_HORIZON)))
         fixed = (options or {}).get("start")
         for _ in range(1 if fixed is not None else self.MAX_RESAMPLES):
             start = int(fixed) if fixed is not None else self.sequences.sample_start(self.np_random)
@@ -124,9 +156,10 @@ class SchedulingEnv(gym.Env):
         lean = self._lean
         if lean is None and (self._run is None or self._run.dead):
             raise RuntimeError("the episode is over (or never began): call reset()")
+        if type(action) is not int or not 0 <= action < self.window:
+            action = self._in_action_space(action)
         self._steps += 1
-        action = int(action)
-        invalid = not (0 <= action < self.window and self._mask[action])
+        invalid = not self._mask[action]
         if lean is not None:
             event = ("decision",) if lean.advance(action) else ("end",)
         else:
@@ -139,6 +172,14 @@ class SchedulingEnv(gym.Env):
         reward, self._carry = reward + self._carry, 0.0
         info["invalid_action"] = invalid
         return obs, reward, terminated, truncated, info
+
+    def _in_action_space(self, action) -> int:
+        """``action`` as a slot, or ValueError: Gymnasium's contract is an action of ``action_space``
+        (a NumPy integer is one, 2.7 and slot 999 of a 128-slot window are not)."""
+        if not self.action_space.contains(action):
+            raise ValueError(f"action {action!r} is not in the action space {self.action_space} "
+                             f"(a slot 0..{self.window - 1})")
+        return int(action)
 
     def window_features(self) -> np.ndarray:
         """The float64 scoring features (``policies.network.FEATURES``) of the current decision's
@@ -164,19 +205,63 @@ class SchedulingEnv(gym.Env):
     def close(self) -> None:
         self._stop()
 
+    # --------------------------------------------------------------- episodes from snapshots
+    def _reset_from_snapshot(self, snapshots, horizon: float):
+        """An episode from a snapshot of a real run (see the class docstring)."""
+        from ..checkpointing import load_run, recorded_inputs
+        from ..forking import fork
+        from ..snapshot_files import Snapshot
+
+        if isinstance(snapshots, (list, tuple)):
+            snapshots = snapshots[int(self.np_random.integers(len(snapshots)))]
+        snapshot = snapshots if isinstance(snapshots, Snapshot) else Snapshot.load(snapshots)
+        platform, workloads = recorded_inputs(snapshot.header)
+        self._episode += 1
+        self._start, self._steps, self._lean = f"snapshot at {snapshot.sim_time:.0f} s", 0, None
+        self._scratch = tempfile.TemporaryDirectory(prefix="batsched-rl-")
+        prefix = (f"{self.output_prefix}-{self._episode}" if self.output_prefix is not None
+                  else str(Path(self._scratch.name) / "episode"))
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        sim = load_run(snapshot, platform, workloads, prefix=prefix)
+        scheduler = agent_scheduler(self._choose, self.backfill, self.window,
+                                    _estimator(self.predictor) if self.predictor else None)
+        self._queue = scheduler.queue
+        core, _ = fork(sim, scheduler)
+        at = sim.now
+        self._episode_jobs = {j.id for j in core.jobs.values() if j.start_time < 0 and j.state == "QUEUED"}
+        self._episode_jobs |= {j.id for j in sim.jobs.values()
+                               if j.state == "NOT_SUBMITTED" and j.subtime < snapshot.sim_time + horizon}
+        self.reward_fn.reset(len(self._episode_jobs))
+        self._run = greenlet(self._simulate_from)
+        event = self._run.switch(sim, snapshot.sim_time + horizon, at)
+        if event[0] != "decision":
+            raise ValueError(f"the snapshot at {snapshot.sim_time:.0f} s leaves no decision within {horizon:g} s")
+        obs, self._carry, _, _, info = self._outcome(event)
+        return obs, info
+
+    def _simulate_from(self, sim, end: float, at: float):
+        """A snapshot's episode, in its greenlet: the run until its jobs have ended."""
+        from ..forking import run_window
+
+        result = run_window(sim, end)
+        if result is None:
+            sim.close()
+            result = _Paused(sim.now, None)
+        return ("end", result, sim.scheduler.core)
+
     # --------------------------------------------------------------- episode
     def _begin(self, start: int):
-        workload = self.sequences.workload(start)
         self._start, self._steps = start, 0
         self._episode += 1
+        own = self.protocol.episode(self.sequences, start, self.backfill, self.window)
+        if own is not None:  # a protocol with its own simulator
+            self.reward_fn.reset(self.sequences.length)
+            return self._begin_lean(own)
+        workload = self.sequences.workload(start)
         self.reward_fn.reset(sum(1 for job in workload["jobs"] if 0 < job["res"] <= self.nb_cores))
         if (self.simulator == "lean" and self.output_prefix is None and self.predictor is None
                 and lean_core.supports(workload)):
-            self._lean = lean_core.LeanEpisode(workload, self.nb_cores, self.window, self.backfill)
-            if self._lean.begin():
-                return ("decision",)
-            self._lean = None  # over without a decision: reset draws another sequence
-            return ("end",)
+            return self._begin_lean(lean_core.LeanEpisode(workload, self.nb_cores, self.window, self.backfill))
         estimator = _estimator(self.predictor) if self.predictor else None
         scheduler = agent_scheduler(self._choose, self.backfill, self.window, estimator)
         self._queue = scheduler.queue
@@ -189,6 +274,14 @@ class SchedulingEnv(gym.Env):
             write_workload(workload, f"{prefix}_workload.json")
         self._run = greenlet(self._simulate)
         return self._run.switch(workload, scheduler, prefix)
+
+    def _begin_lean(self, episode):
+        """Run an array-based episode (the lean core, or a protocol's simulator) to its first decision."""
+        self._lean = episode
+        if episode.begin():
+            return ("decision",)
+        self._lean = None  # over without a decision: reset draws another sequence
+        return ("end",)
 
     def _simulate(self, workload, scheduler, prefix):
         """The whole simulation, in the episode's greenlet."""
@@ -231,15 +324,19 @@ class SchedulingEnv(gym.Env):
         self._lean = None
         reward += self.reward_fn.final(self.nb_cores, episode.end_time)
         obs, self._mask = observation.empty(self.window)
-        summary = self._summary("lean", episode.n, episode.nb_started, episode.decisions, episode.invalid_actions,
+        summary = self._summary(episode.core, episode.n, episode.nb_started, episode.decisions, episode.invalid_actions,
                                 episode.avebsld(self.reward_fn.tau), episode.end_time, None)
         return obs, reward, True, False, {"action_mask": self._mask, "episode": summary}
 
     def summary(self, core, result) -> dict:
-        """The finished episode's figures (``info["episode"]`` at its last step)."""
-        ran = sum(1 for j in core.jobs.values() if j.start_time >= 0)
-        return self._summary("full", len(core.jobs), ran, self._queue.decisions, self._queue.invalid_actions,
-                             avebsld(core.jobs.values(), self.reward_fn.tau), result.end_time, result.jobs_csv)
+        """The finished episode's figures (``info["episode"]`` at its last step): of its jobs only
+        when it started from a snapshot."""
+        jobs = list(core.jobs.values())
+        if self._episode_jobs is not None:
+            jobs = [j for j in jobs if (j.original_id or j.id) in self._episode_jobs]
+        ran = sum(1 for j in jobs if j.start_time >= 0)
+        return self._summary("full", len(jobs), ran, self._queue.decisions, self._queue.invalid_actions,
+                             avebsld(jobs, self.reward_fn.tau), result.end_time, result.jobs_csv)
 
     def _summary(self, simulator, jobs, ran, decisions, invalid_actions, episode_avebsld, makespan, jobs_csv) -> dict:
         """``info["episode"]``: the same figures whichever core ran the episode."""
@@ -250,6 +347,7 @@ class SchedulingEnv(gym.Env):
     def _stop(self) -> None:
         """Abandon an episode still running (its greenlet ends; partial outputs are closed)."""
         self._lean = None
+        self._episode_jobs = None
         run, self._run = self._run, None
         if run is not None and not run.dead:
             run.throw(GreenletExit)
@@ -266,7 +364,7 @@ def _machine_size(platform) -> int | None:
 
 
 def _estimator(predictor: str):
-    from ..compose import build_estimator
+    from ..config.compose import build_estimator
 
     return build_estimator(predictor)
 

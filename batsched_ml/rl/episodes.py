@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import machine_size
+from ..config.validate import machine_size
 
 __all__ = ["Sequences", "Trace", "TrainingSettings", "load_trace"]
 
@@ -41,6 +41,9 @@ def load_trace(source, nb_cores: int | None = None) -> Trace:
     Lublin-Feitelson workload, 10,000 jobs and seed 0 by default). ``nb_cores`` overrides the
     machine size (default: the trace's). Files are read once per process."""
     if isinstance(source, dict):
+        from ..workloads import validate_workload
+
+        validate_workload(source, "<workload>")  # as a file is: the rules Batsim applies
         return _trace_of(source, "<workload>", nb_cores)
     return _load_cached(str(source), nb_cores)
 
@@ -86,17 +89,24 @@ def _trace_of(workload: dict, name: str, nb_cores: int | None) -> Trace:
 class Sequences:
     """Sequences of ``length`` consecutive jobs of ``trace`` starting within ``start_range``."""
 
-    def __init__(self, trace: Trace, length: int = 1024, start_range=(0.0, 1.0)):
+    DEFAULT_LENGTH = 1024  # RLScheduler's
+
+    def __init__(self, trace: Trace, length: int | None = None, start_range=(0.0, 1.0)):
+        """``length=None``: 1,024 jobs, or every job of the start range when it holds fewer."""
         lo, hi = (float(x) for x in start_range)
         if not 0.0 <= lo < hi <= 1.0:
             raise ValueError(f"start_range must be two fractions 0 <= lo < hi <= 1, got {start_range!r}")
+        n = len(trace)
+        first = int(lo * n)
+        available = int(hi * n) - first
+        if length is None:
+            length = max(1, min(self.DEFAULT_LENGTH, available))
         if length < 1:
             raise ValueError(f"the sequence length must be >= 1, got {length}")
-        n = len(trace)
-        first, last = int(lo * n), int(hi * n) - length  # starts within [first, last]
+        last = int(hi * n) - length  # starts within [first, last]
         if last < first:
-            raise ValueError(f"{trace.name}: {int((hi - lo) * n)} jobs in start range {lo:g}-{hi:g}, fewer than a "
-                             f"sequence of {length}")
+            raise ValueError(f"{trace.name}: {available} jobs in start range {lo:g}-{hi:g}, fewer than a "
+                             f"sequence of {length}: give a sequence length of at most {available}")
         self.trace, self.length, self.first, self.last = trace, length, first, last
 
     def sample_start(self, rng: np.random.Generator) -> int:
@@ -133,3 +143,5 @@ class TrainingSettings:
     start_range: tuple = (0.0, 0.8)
     hidden: tuple = (8,)
     seed: int = 0
+    protocol: str = "batsched-ml"  # ``protocols``: whose trace reading, sequences and simulator
+    fits_now: bool = False  # the network also reads whether the job fits now (an agent's feature)

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..policies.network import NetworkPolicy, ScoringNetwork
+from ..policies.network import AGENT_FEATURES, FEATURES, ScoringNetwork
 from ..stopwatch import Stopwatch
-from .episodes import Sequences, TrainingSettings, load_trace
-from .evaluate import sequence_bsld
+from .episodes import TrainingSettings
+from .protocols import get_protocol
 
 __all__ = ["ESConfig", "train_es"]
 
@@ -56,8 +56,7 @@ class ESConfig(TrainingSettings):
             raise ValueError(f"sigma must be > 0, got {self.sigma}")
         if any(h < 1 for h in self.hidden):
             raise ValueError(f"hidden layer widths must be >= 1, got {self.hidden}")
-        if self.backfill not in ("none", "easy"):
-            raise ValueError(f"backfill must be none or easy, got {self.backfill!r}")
+        get_protocol(self.protocol).check_backfill(self.backfill)
 
 
 @dataclass
@@ -74,6 +73,7 @@ class ESState:
     cpu_time: float = 0.0
     simulated_jobs: int = 0
     simulated_sequences: int = 0
+    workload_file: str | None = None  # the workload's absolute path (a file): the same trace by another path resumes
 
 
 def checkpoint_path(output) -> Path:
@@ -88,16 +88,18 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
     import cma
 
     config.check()
-    trace = load_trace(config.workload, config.nb_cores)
-    sequences = Sequences(trace, config.sequence_length, config.start_range)
-    shape = ScoringNetwork.shaped(config.hidden)
+    protocol = get_protocol(config.protocol)
+    trace = protocol.load_trace(config.workload, config.nb_cores)
+    sequences = protocol.sequences(trace, config.sequence_length, config.start_range)
+    fcfs = protocol.scorer("fcfs")
+    shape = ScoringNetwork.shaped(config.hidden, AGENT_FEATURES if config.fits_now else FEATURES)
     checkpoint = Path(checkpoint) if checkpoint is not None else checkpoint_path(output)
     state = None if restart else _load(checkpoint, config)
     if state is None:
         np.random.seed(config.seed)  # cma draws from numpy's global generator
         es = cma.CMAEvolutionStrategy(np.zeros(shape.nb_parameters), config.sigma,
                                       {"popsize": config.population, "seed": config.seed + 1, "verbose": -9})
-        state = ESState(config, es, np.random.get_state())
+        state = ESState(config, es, np.random.get_state(), workload_file=_file_of(config.workload))
     else:
         state.config = config
         if log is not None:
@@ -113,11 +115,11 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
                 starts = _generation_starts(sequences, config, state.generation)
                 for start in starts:
                     if start not in state.baseline:
-                        state.baseline[start] = sequence_bsld("fcfs", config.backfill, sequences, start, config.tau)
+                        state.baseline[start] = fcfs(sequences, start, config.backfill)
                         state.simulated_sequences += 1
                         state.simulated_jobs += sequences.length
                 candidates = state.es.ask()
-                fitness = [_fitness(shape.with_parameters(x), config, sequences, starts, state.baseline)
+                fitness = [_fitness(protocol, shape.with_parameters(x), config, sequences, starts, state.baseline)
                            for x in candidates]
                 state.es.tell(candidates, fitness)
                 state.simulated_sequences += len(candidates) * len(starts)
@@ -145,18 +147,17 @@ def train_es(config: ESConfig, output, *, checkpoint=None, restart: bool = False
     return network
 
 
-def _generation_starts(sequences: Sequences, config: ESConfig, generation: int) -> list[int]:
+def _generation_starts(sequences, config: ESConfig, generation: int) -> list[int]:
     """The training sequences of a generation: a function of the seed and the generation only, so
     a resumed run draws the same ones."""
     rng = np.random.default_rng([config.seed, generation])
     return [sequences.sample_start(rng) for _ in range(config.sequences)]
 
 
-def _fitness(network: ScoringNetwork, config: ESConfig, sequences: Sequences, starts, baseline) -> float:
-    policy = NetworkPolicy(network)
+def _fitness(protocol, network: ScoringNetwork, config: ESConfig, sequences, starts, baseline) -> float:
     total = 0.0
     for start in starts:
-        bsld = sequence_bsld(policy, config.backfill, sequences, start, config.tau)
+        bsld = protocol.network_score(network, sequences, start, config.backfill, config.tau)
         total += math.log(bsld / baseline[start])
     return total / len(starts)
 
@@ -194,9 +195,25 @@ def _load(path: Path, config: ESConfig) -> ESState | None:
         raise ValueError(f"{path}: not a readable train-policy checkpoint ({exc}); delete it or pass --restart") from None
     if not isinstance(state, ESState):
         raise ValueError(f"{path}: not a train-policy (es) checkpoint; delete it or pass --restart")
-    if replace(state.config, generations=config.generations) != config:  # more generations: resume, extend
+    # more generations resume and extend the run; the same trace may be named by another path
+    same_workload = _same_workload(state, config.workload)
+    if replace(state.config, generations=config.generations, workload=config.workload) != config or not same_workload:
         old, new = asdict(state.config), asdict(config)
-        diff = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in new if old.get(k) != new[k])
+        diff = ", ".join(f"{k}: {old[k]!r} -> {new[k]!r}" for k in new if old.get(k) != new[k]
+                         and k != "generations" and (k != "workload" or not same_workload))
         raise ValueError(f"{path} was made with other settings ({diff}): run with those, or pass --restart "
                          "to start over")
     return state
+
+
+def _file_of(workload: str) -> str | None:
+    path = Path(workload)
+    return str(path.resolve()) if path.is_file() else None
+
+
+def _same_workload(state: ESState, workload: str) -> bool:
+    """The checkpoint's trace: the same spec, or the same file by another path."""
+    if state.config.workload == workload:
+        return True
+    made_on = getattr(state, "workload_file", None) or _file_of(state.config.workload)  # older checkpoints
+    return made_on is not None and made_on == _file_of(workload)

@@ -31,7 +31,7 @@ def avebsld(jobs, tau: float = 10.0) -> float:
 
 
 def _scheduler(policy, backfill: str):
-    from ..compose import build_policy
+    from ..config.compose import build_policy
     from ..scheduling.easy import EasyBackfilling
     from ..scheduling.fcfs import StrictFCFS
 

@@ -62,6 +62,8 @@ class LeanEpisode:
     oldest ``window`` queued jobs. ``advance(slot)`` runs to the next decision (True) or the end
     (False); ``observation()`` / ``features()`` describe the pending decision."""
 
+    core = "lean"  # the environment's summary names the core that ran the episode
+
     def __init__(self, workload: dict, nb_cores: int, window: int, backfill: str):
         from . import lean_kernels as k  # numba compiles (or loads from its cache) on first use
 

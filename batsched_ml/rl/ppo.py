@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..policies.network import FEATURES, ScoringNetwork
+from ..policies.network import AGENT_FEATURES, FEATURES, ScoringNetwork
 from ..stopwatch import Stopwatch
 from .episodes import TrainingSettings
 
@@ -43,7 +43,7 @@ def _require():
                          "pip install torch==<a CPU build> 'batsched-ml[rl]'") from None
 
 
-def _policy_class(window: int, hidden: tuple):
+def _policy_class(window: int, hidden: tuple, columns: tuple = FEATURES):
     """The MaskablePPO policy whose actor scores each slot with one shared MLP (see the module doc)."""
     import torch
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -62,7 +62,7 @@ def _policy_class(window: int, hidden: tuple):
     class ScoringActorCritic(nn.Module):
         def __init__(self, features_dim: int):
             super().__init__()
-            sizes = [len(FEATURES), *hidden]
+            sizes = [len(columns), *hidden]
             layers = []
             for a, b in zip(sizes, sizes[1:]):
                 layers += [nn.Linear(a, b), nn.Tanh()]
@@ -71,7 +71,7 @@ def _policy_class(window: int, hidden: tuple):
             self.latent_dim_pi, self.latent_dim_vf = window, 64
 
         def forward_actor(self, features):
-            jobs = features[:, :window * width].reshape(-1, window, width)[:, :, :len(FEATURES)]
+            jobs = features[:, :window * width].reshape(-1, window, width)[:, :, :len(columns)]
             return self.scorer(jobs).squeeze(-1)
 
         def forward_critic(self, features):
@@ -98,12 +98,26 @@ def _policy_class(window: int, hidden: tuple):
     return ScoringPolicy
 
 
-def export(model, hidden: tuple) -> ScoringNetwork:
+def export(model, hidden: tuple, features: tuple = FEATURES) -> ScoringNetwork:
     """The trained actor as a numpy :class:`ScoringNetwork`."""
     linears = [m for m in model.policy.mlp_extractor.scorer if hasattr(m, "weight")]
     layers = [(m.weight.detach().cpu().numpy().T.astype(np.float64), m.bias.detach().cpu().numpy().astype(np.float64))
               for m in linears]
-    return ScoringNetwork(layers, FEATURES)
+    return ScoringNetwork(layers, features)
+
+
+def _features(config) -> tuple:
+    """The observation columns the scorer reads (a prefix of ``observation.JOB_COLUMNS``)."""
+    return AGENT_FEATURES if config.fits_now else FEATURES
+
+
+def step_progress(timesteps: int, already: int, enabled: bool, stream=None):
+    """PPO's progress in environment steps: a bar on a terminal, a status line every 30 s in a log
+    (a carriage-return bar there wrote a hundred updates into one line)."""
+    from ..progress import TaskProgress
+
+    return TaskProgress.for_cli(timesteps, "train-policy (ppo)", enabled=enabled, stream=stream, unit="step",
+                                initial=min(already, timesteps))
 
 
 def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = False, progress: bool = True,
@@ -124,7 +138,7 @@ def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = Fal
         def build():
             env = SchedulingEnv(config.workload, config.nb_cores, sequence_length=config.sequence_length,
                                 start_range=config.start_range, window=config.window, backfill=config.backfill,
-                                reward=config.reward)
+                                reward=config.reward, protocol=config.protocol)
             env.reset(seed=config.seed * 1000 + rank)
             return Monitor(env)
         return build
@@ -142,7 +156,7 @@ def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = Fal
         if log is not None:
             log(f"resuming from {model_path} at step {model.num_timesteps}")
     else:
-        policy = _policy_class(config.window, tuple(config.hidden))
+        policy = _policy_class(config.window, tuple(config.hidden), _features(config))
         model = MaskablePPO(policy, venv, n_steps=n_steps, batch_size=min(64, n_steps * config.envs),
                             seed=config.seed, verbose=0, device="cpu",
                             policy_kwargs={"net_arch_hidden": list(config.hidden)})
@@ -155,27 +169,22 @@ def train_ppo(config: PPOConfig, output, *, checkpoint=None, restart: bool = Fal
             self.last = model.num_timesteps
 
         def _on_training_start(self):
-            if progress:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=config.timesteps, initial=min(already, config.timesteps), unit="step",
-                                desc="train-policy (ppo)", leave=False)
+            self.bar = step_progress(config.timesteps, already, progress)
+            self.bar.start()
 
         def _on_step(self) -> bool:
-            if self.bar is not None:
-                self.bar.update(self.training_env.num_envs)
+            self.bar.advance(self.training_env.num_envs)
             if self.num_timesteps - self.last >= config.checkpoint_every:
                 self.last = self.num_timesteps
                 save()
             return True
 
         def _on_training_end(self):
-            if self.bar is not None:
-                self.bar.close()
+            self.bar.close()
 
     def save():
         model.save(model_path)
-        network = export(model, config.hidden)
+        network = export(model, config.hidden, _features(config))
         network.machine_cores = nb_cores
         wall, cpu = session.elapsed()
         network.metadata = {"algorithm": "maskable-ppo", "trained_on": trace_name,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+from ..config import validate as check
+from ..core.job import RUNNING
 from ..core.queue import JobQueue
 from ..core.scheduler import Context, Scheduler
 from ..policies.orders import FCFS, SJBF
-from .. import validation as check
 
 
 BACKFILL_ORDERS = ("queue", "sjbf")
@@ -20,14 +21,17 @@ class QueueScheduler(Scheduler):
     and ended since the previous pass, like batsched's ``_jobs_released_recently``.
 
     Collaborators are given, never looked up: ``policy`` is the queue order (a
-    :class:`~batsched_ml.policies.orders.Policy`, FCFS by default), ``estimator`` the runtime
+    `Policy`, FCFS by default), ``estimator`` the runtime
     estimator (``predictors.Estimator``: it may set ``job.estimate`` at submission and correct
     it; without one the estimate is the walltime). A subclass's constructor parameters are what
     it accepts (see ``compose``): one that does not use ``backfill_order`` (strict FCFS,
     conservative) leaves it out of its signature, and ``--backfill-order`` is refused for it.
     """
 
-    needs_walltime = True  # batsched's EASY and conservative reject jobs without one
+    needs_walltime = True
+    """Whether a job without a walltime is rejected at submission ("has no walltime (backfilling
+    needs one)"), as batsched's EASY and conservative do: a reservation needs an end. Set it to
+    False in a scheduler that plans nothing ahead (strict FCFS, first fit)."""
 
     def __init__(self, policy=None, starvation_threshold=None, estimator=None, backfill_order="queue"):
         self.policy = FCFS() if policy is None else policy
@@ -81,6 +85,23 @@ class QueueScheduler(Scheduler):
         if self.estimator is not None:
             self.estimator.on_call(ctx)
 
+    def on_job_adopted(self, job, ctx: Context) -> None:
+        """A fork hands over a queued job (submitted again) or a running one (estimated, and
+        followed by the estimator as if it had just started)."""
+        if job.state != RUNNING:
+            self.on_job_submitted(job, ctx)
+        elif self.estimator is not None:
+            self.estimator.on_submission(job, ctx)
+            self.estimator.on_start(job, ctx)
+
+    def components(self) -> dict:
+        out = {"policy": self.policy}
+        if self.estimator is not None:
+            out["predictor"] = self.estimator.predictor
+            if self.estimator.correction is not None:
+                out["correction"] = self.estimator.correction
+        return out
+
     def start_job(self, ctx: Context, job, mask: int | None = None) -> None:
         """Start queued ``job`` now on ``mask`` (default: the lowest free core ids, batsched's
         first fit): it leaves the queue and the estimator follows it."""
@@ -95,7 +116,10 @@ class QueueScheduler(Scheduler):
 
     # ------------------------------------------------------------- helpers
     def backfill_candidates(self, jobs: list, now: float) -> list:
-        """Jobs in the order backfilling tries them."""
+        """``jobs`` (queued, in queue order) in the order a backfilling pass tries them: as given
+        with ``--backfill-order queue``, shortest estimate first (ties: arrival) with ``sjbf``.
+        A scheduler that backfills job by job loops over it; ``queue.fit_search`` is the indexed
+        way to the same first fit."""
         if self.backfill_order == "sjbf":
             key = SJBF().key
             return sorted(jobs, key=lambda j: (key(j, now), j.seq))

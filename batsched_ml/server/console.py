@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["ProgressLine", "batsim_hint", "connect_form", "scheduler_hint"]
+__all__ = ["ProgressLine", "batsim_hint", "connect_form", "edc_socket_form", "scheduler_hint"]
 
 HINT_AFTER = 10.0  # seconds of silence before a hint
 
@@ -23,12 +23,25 @@ def connect_form(endpoint: str) -> str:
     return endpoint
 
 
-def batsim_hint(endpoint: str, waited: float) -> str:
-    """For ``serve`` when no Batsim has sent anything yet."""
+def edc_socket_form(target: str) -> str:
+    """How Batsim 5 connects to a decision component at ``target``: an endpoint and an init string
+    (batsched-ml reads nothing from it: its configuration is its own command line)."""
+    return f"--edc-socket-str {target} '{{}}'"
+
+
+def batsim_hint(endpoint: str, waited: float, batsim: str | None = None) -> str:
+    """For ``serve`` when no Batsim has sent anything yet (``batsim``: which one it waits for,
+    ``"4"``, ``"5"`` or None for either)."""
     target = connect_form(endpoint)
-    return (f"batsched-ml serve: no Batsim has connected to {endpoint} after {waited:.0f} s; start one with "
-            f"`batsim -p PLATFORM.xml -w WORKLOAD.json -e out/run -s {target}` (add --enable-dynamic-jobs for "
-            f"a requeueing scheduler), or use the embedded simulator: "
+    start = f"batsched-ml serve: no Batsim has connected to {endpoint} after {waited:.0f} s; start one with "
+    batsim4 = (f"`batsim -p PLATFORM.xml -w WORKLOAD.json -e out/run -s {target}` (add --enable-dynamic-jobs for "
+               f"a requeueing scheduler)")
+    batsim5 = f"`batsim -p PLATFORM.xml -w WORKLOAD.json -e out/run/ {edc_socket_form(target)}`"
+    if batsim == "5":
+        return (f"{start}{batsim5}, or use the embedded simulator: `batsched-ml simulate -p PLATFORM.xml "
+                f"-w WORKLOAD.json --connect {target} --batsim 5`")
+    either = f"{batsim4}, or Batsim 5 with {batsim5}" if batsim is None else batsim4
+    return (f"{start}{either}, or use the embedded simulator: "
             f"`batsched-ml simulate -p PLATFORM.xml -w WORKLOAD.json --connect {target}`")
 
 

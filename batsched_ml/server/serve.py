@@ -1,9 +1,14 @@
-"""``batsched-ml serve``: the decision server a real Batsim 4.2.1 connects to.
+"""``batsched-ml serve``: the decision server a real Batsim (4.2.1 or 5) connects to.
 
 Binds a ZeroMQ REP socket; Batsim connects its REQ socket and sends one JSON
 message at a time. Each message goes decode -> ``DecisionCore.handle`` ->
 encode and is answered exactly once, with Batsim's ``now`` echoed and the
 decisions (all timestamped ``now``) in order.
+
+Which Batsim: ``--batsim 4`` (4.2.1's JSON protocol, ``protocol.codec``), ``--batsim 5``
+(batprotocol: a binary init frame answered by our hello, then JSON messages,
+``protocol.v5``), or by default whichever Batsim's first frame is (Batsim 5's is a
+length-prefixed init string, 4.2.1's a JSON message). The decision core is the same.
 
 Stopping:
 
@@ -31,15 +36,20 @@ import traceback
 
 import zmq
 
+from .. import __version__
 from ..core.decision_core import DecisionCore
 from ..core.job import QUEUED
 from ..interrupts import exit_code, what_stopped
-from ..protocol.codec import ProtocolError, ProtocolViolation, decode, encode, escape_controls, excerpt
+from ..protocol.codec import BATSIM_4, ProtocolError, ProtocolViolation, escape_controls, excerpt
 from ..protocol.events import Message
-from .console import HINT_AFTER, ProgressLine, batsim_hint, connect_form
+from ..protocol.v5.handshake import EDCHello, features_for, is_init_frame
+from ..protocol.v5.sessions import EDCSession
+from .console import HINT_AFTER, ProgressLine, batsim_hint, connect_form, edc_socket_form
 from .transport import DEFAULT_ENDPOINT, ERROR_PREFIX, Channel, MessageLog, TransportError
 
-__all__ = ["DecisionServer", "ServerStats", "serve", "run_server"]
+__all__ = ["BATSIM_LINES", "DecisionServer", "ServerStats", "edc_hello", "serve", "run_server"]
+
+BATSIM_LINES = {"4": "Batsim 4.2.1", "5": "Batsim 5"}  # --batsim values and what the lines say
 
 _FINAL_LINGER_MS = 2000  # how long a last reply may take to leave before the socket closes
 
@@ -62,24 +72,37 @@ class ServerStats:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+def edc_hello(scheduler) -> EDCHello:
+    """Our Batsim 5 hello: the features this scheduler needs (``features_for``)."""
+    return EDCHello("batsched-ml", __version__, "", features_for(bool(getattr(scheduler, "may_requeue", False))))
+
+
 class DecisionServer:
     """The transport-independent half of the server: bytes in, bytes out.
 
     ``answer(raw)`` decodes one Batsim message, lets the core decide and
     encodes the reply; it raises ProtocolError / SchedulingError (with the
-    message context added) for the caller to report.
+    message context added) for the caller to report. ``codec`` turns bytes into
+    typed events and decisions into bytes: Batsim 4.2.1's (the default) or one
+    Batsim 5 connection's ``EDCSession`` (see ``use``).
     """
 
-    def __init__(self, scheduler, *, stats: ServerStats | None = None):
+    def __init__(self, scheduler, *, stats: ServerStats | None = None, codec=BATSIM_4):
         self.core = DecisionCore(scheduler)
         self.stats = stats or ServerStats()
         self.ended = False
+        self.use(codec)
+
+    def use(self, codec) -> None:
+        """Speak ``codec`` (anything with ``decode(raw) -> Message`` and ``encode(Message) -> bytes``)."""
+        self.codec = codec
+        self._decode, self._encode = codec.decode, codec.encode
 
     def answer(self, raw: bytes) -> bytes:
         stats = self.stats
         clock = time.perf_counter
         t0 = clock()
-        message = decode(raw)  # ProtocolError names the event and quotes the message
+        message = self._decode(raw)  # ProtocolError names the event and quotes the message
         now = message.now
         events = message.events
         t1 = clock()
@@ -95,7 +118,7 @@ class DecisionServer:
                     decisions = sorted(decisions, key=_timestamp)
                     break
                 previous = decision.timestamp
-        reply = encode(Message(now, decisions))
+        reply = self._encode(Message(now, decisions))
         t3 = clock()
         stats.messages += 1
         stats.events += len(events)
@@ -115,15 +138,18 @@ def _describe(raw: bytes, limit: int = 200) -> str:
 
 def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | None = None,
                log_path=None, stats: ServerStats | None = None, err=None, ready=None, label: str | None = None,
-               hint_after: float = HINT_AFTER, progress: bool | None = None) -> int:
+               hint_after: float = HINT_AFTER, progress: bool | None = None, batsim: str | None = None) -> int:
     """Serve decisions on ``endpoint`` until SIMULATION_ENDS; return the exit code.
 
-    ``ready`` (a ``threading.Event`` or anything with ``set()``) is set once the
+    ``batsim``: ``"4"`` (Batsim 4.2.1), ``"5"`` (Batsim 5), or None to speak whichever Batsim's
+    first frame is. ``ready`` (a ``threading.Event`` or anything with ``set()``) is set once the
     socket is bound — tests and benchmarks start the peer then. ``err`` is where
     errors and status lines are written (stderr by default): where it listens
-    (with the scheduler's ``label``), a hint after ``hint_after`` s without
+    (with the scheduler's ``label``) and for which Batsim, a hint after ``hint_after`` s without
     Batsim, a progress line when ``progress`` (default: ``err`` is a terminal).
     """
+    if batsim is not None and batsim not in BATSIM_LINES:
+        raise ValueError(f"batsim must be one of {', '.join(BATSIM_LINES)} or None, not {batsim!r}")
     err = err or sys.stderr
     server = DecisionServer(scheduler, stats=stats)
     stats = server.stats
@@ -134,9 +160,8 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
         stats.exit_code = 2
         return 2
     log = MessageLog(log_path) if log_path else None
-    scheduler_text = f" (scheduler {label})" if label else ""
-    print(f"batsched-ml serve: listening on {endpoint}{scheduler_text}; Batsim connects with "
-          f"-s {connect_form(endpoint)}", file=err, flush=True)
+    for text in _listening(endpoint, label, batsim):
+        print(text, file=err, flush=True)
     line = ProgressLine(err, enabled=progress)
     if ready is not None:
         ready.set()
@@ -150,13 +175,35 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
         if raw is None:
             if not hinted and waited >= hint_after:
                 hinted = True
-                print(batsim_hint(endpoint, waited), file=err, flush=True)
+                print(batsim_hint(endpoint, waited, batsim), file=err, flush=True)
         elif line.enabled:
             line.update(_progress_text(server), force=True)
 
+    def first(raw: bytes) -> bytes:
+        """Batsim's first frame: settle which Batsim speaks (and shake hands with Batsim 5)."""
+        if _speaks_batsim_5(raw, batsim):
+            session = EDCSession(edc_hello(scheduler))
+            reply = session.handshake(raw)
+            server.use(session)
+            if log is not None:
+                log.line("BATSIM", f"INIT {session.init_data!r}")
+                log.line("SCHED ", f"INIT-REPLY flags={int.from_bytes(reply[:4], 'little'):#x} "
+                         f"{reply[4:].rstrip(bytes(1)).decode()}")
+            if batsim is None:
+                print(f"batsched-ml serve: Batsim 5 connected (init string {session.init_data!r}); speaking "
+                      "batprotocol JSON", file=err, flush=True)
+            return reply
+        if log is not None:
+            log.batsim(raw)
+        reply = server.answer(raw)
+        if log is not None:
+            log.sched(reply)
+        return reply
+
     try:
         while True:
-            waiting_for = "SIMULATION_BEGINS" if raw is None else "the next message"
+            opening = raw is None
+            waiting_for = _FIRST_MESSAGE.get(batsim) if opening else "the next message"
             try:
                 raw = channel.recv(waiting_for, fail_on_disconnect=raw is not None, tick=waiting,
                                    tick_every=min(1.0, hint_after) if raw is None else 1.0)
@@ -167,10 +214,10 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
                 break
             if started is None:
                 started = time.perf_counter()
-            if log is not None:
+            if log is not None and not opening:
                 log.batsim(raw)
             try:
-                reply = server.answer(raw)
+                reply = first(raw) if opening else server.answer(raw)
             except Exception as error:  # noqa: BLE001 - every failure must still be answered
                 line.close()
                 code = _report(error, raw, endpoint, err)
@@ -181,7 +228,7 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
                 channel.close(_FINAL_LINGER_MS)
                 break
             channel.send(reply)
-            if log is not None:
+            if log is not None and not opening:
                 log.sched(reply)
             if server.ended:
                 channel.close(_FINAL_LINGER_MS)
@@ -205,6 +252,40 @@ def run_server(scheduler, endpoint: str = DEFAULT_ENDPOINT, *, timeout: float | 
         print(f"batsched-ml serve: simulation ended at t={server.core.last_now} s: {stats.messages} messages "
               f"answered in {stats.wall_time:.2f} s", file=err)
     return code
+
+
+_FIRST_MESSAGE = {None: "Batsim's first message", "4": "SIMULATION_BEGINS", "5": "Batsim 5's init frame"}
+
+
+def _listening(endpoint: str, label: str | None, batsim: str | None) -> list:
+    """The start-up line(s): where ``serve`` listens, for which Batsim, how Batsim connects."""
+    scheduler_text = f" (scheduler {label})" if label else ""
+    target = connect_form(endpoint)
+    if batsim == "5":
+        return [f"batsched-ml serve: listening on {endpoint}{scheduler_text} for Batsim 5 (batprotocol JSON); "
+                f"Batsim connects with {edc_socket_form(target)}"]
+    if batsim == "4":
+        return [f"batsched-ml serve: listening on {endpoint}{scheduler_text} for Batsim 4.2.1; Batsim connects "
+                f"with -s {target}"]
+    return [f"batsched-ml serve: listening on {endpoint}{scheduler_text}; Batsim connects with -s {target}",
+            f"batsched-ml serve: speaks Batsim 4.2.1 and Batsim 5, whichever Batsim's first message is "
+            f"(Batsim 5 connects with {edc_socket_form(target)})"]
+
+
+def _speaks_batsim_5(raw: bytes, batsim: str | None) -> bool:
+    """Whether Batsim's first frame opens a Batsim 5 exchange; a frame of the other line than the
+    one ``--batsim`` named is refused with a line saying so."""
+    if batsim is None:
+        return is_init_frame(raw)
+    if batsim == "5":
+        if not is_init_frame(raw) and raw[:1] == b"{":
+            raise ProtocolError(f"Batsim's first message is JSON (a Batsim 4.2.1 message), but serve speaks "
+                                f"Batsim 5 (--batsim 5), which opens with a binary init frame: {excerpt(raw)}")
+        return True
+    if is_init_frame(raw):
+        raise ProtocolError(f"Batsim's first message is a Batsim 5 init frame (u32 length + init string), but serve "
+                            f"speaks Batsim 4.2.1 (--batsim 4): {excerpt(raw)}")
+    return False
 
 
 def _progress_text(server: DecisionServer) -> str:
@@ -242,10 +323,11 @@ def _report(error: BaseException, raw: bytes, endpoint: str, err) -> int:
 
 
 def serve(args, scheduler, label: str = "") -> int:
-    """Entry point of ``batsched-ml serve`` (``args.socket``, ``args.timeout``, ``args.log``);
+    """Entry point of ``batsched-ml serve`` (``args.socket``, ``args.timeout``, ``args.log``, ``args.batsim``);
     ``label`` names the configuration in the listening line (``RunConfig.label``)."""
     timeout = getattr(args, "timeout", None)
     if timeout is not None and timeout <= 0:
         timeout = None
     return run_server(scheduler, getattr(args, "socket", None) or DEFAULT_ENDPOINT, timeout=timeout,
-                      log_path=getattr(args, "log", None), label=label or scheduler.name)
+                      log_path=getattr(args, "log", None), label=label or scheduler.name,
+                      batsim=getattr(args, "batsim", None))

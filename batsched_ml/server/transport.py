@@ -12,7 +12,7 @@ import time
 
 import zmq
 
-from ..validation import timeout as check_timeout
+from ..config.validate import timeout as check_timeout
 
 __all__ = ["DEFAULT_ENDPOINT", "ERROR_PREFIX", "Channel", "PeerGone", "TransportError", "MessageLog"]
 
@@ -152,16 +152,26 @@ class Channel:
 
 
 class MessageLog:
-    """Every message, one a line, in the golden transcripts' format (``BATSIM `` / ``SCHED  ``)."""
+    """Every message, one a line, in the golden transcripts' format (``BATSIM `` / ``SCHED  ``).
+    A Batsim 5 message's closing NUL byte is left out of its line."""
 
     def __init__(self, path):
         self.file = open(path, "w", encoding="utf-8")
 
     def batsim(self, raw: bytes) -> None:
-        self.file.write("BATSIM " + raw.decode("utf-8", "backslashreplace") + "\n")
+        self.line("BATSIM", _text(raw))
 
     def sched(self, raw: bytes) -> None:
-        self.file.write("SCHED  " + raw.decode("utf-8", "backslashreplace") + "\n")
+        self.line("SCHED ", _text(raw))
+
+    def line(self, tag: str, text: str) -> None:
+        self.file.write(f"{tag} {text}\n")
 
     def close(self) -> None:
         self.file.close()
+
+
+def _text(raw: bytes) -> str:
+    if raw[-1:] == b"\0":
+        raw = raw[:-1]
+    return raw.decode("utf-8", "backslashreplace")

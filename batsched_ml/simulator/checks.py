@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..protocol.coreset import format_mask
+from ..protocol.members import Invalid
 from .actors import stamp
 
 
@@ -11,13 +12,25 @@ class SimulationError(RuntimeError):
     """The scheduler broke a rule Batsim enforces (Batsim would abort)."""
 
 
-def check_reply(now: float, reply_now: float, decisions) -> None:
-    """A reply is not in the past, and none of its decisions is after the reply's ``now``."""
-    if reply_now < now:
+def check_reply(now: float, reply_now: float, decisions, past_allowed: bool = False) -> None:
+    """A reply is not in the past, and none of its decisions is after the reply's ``now`` (the
+    decisions' order is the codec's to check: ``decoding``).
+
+    ``past_allowed``: Batsim 5.0.0-rc2's rule instead (``parse_batprotocol_message`` in its
+    src/protocol.cpp), which never compares the reply's ``now`` with its message's: each decision
+    is dated at most the reply's ``now`` and at least the *first* decision's date (rc2 never
+    updates the date it compares with). A JSON scheduler echoing the 12 decimals rc2 printed is
+    a sliver early or late; rc2 sends a decision dated before its clock at once and waits for
+    one dated after it."""
+    if reply_now < now and not past_allowed:
         raise SimulationError(f"the scheduler replied with now={reply_now} < {now}")
+    first = decisions[0].timestamp if decisions and past_allowed else float("-inf")
     for d in decisions:
         if d.timestamp > reply_now:
             raise SimulationError(f"{d.type} has timestamp {d.timestamp} after now={reply_now}")
+        if d.timestamp < first:
+            raise SimulationError(f"{d.type} has timestamp {d.timestamp} before the first decision's {first} "
+                                  "(Batsim 5 aborts)")
 
 
 def known_job(jobs: dict, job_id: str, what: str):
@@ -46,8 +59,18 @@ def check_execution(job, mask: int, nb_hosts: int, busy: int) -> None:
         raise SimulationError(f"EXECUTE_JOB {job.id}: cores {format_mask(mask & busy)} are busy")
     profile = job.profile
     if profile.get("type") != "delay":
+        hint = " (a Batsim 5 profile: simulate with --batsim 5)" if profile.get("type") == "DelayProfile" else ""
         raise SimulationError(f"job {job.id}: profile type {profile.get('type')!r} is not supported by the "
-                              "embedded simulator (only 'delay'); run real Batsim for it")
+                              f"embedded simulator (only 'delay'){hint}; run real Batsim for it")
+
+
+def call_date(line, at: float) -> float:
+    """The date a CALL_ME_LATER at ``at`` asks Batsim ``line`` for (one Batsim 5 cannot be asked:
+    a negative or non-finite date)."""
+    try:
+        return line.call_date(at)
+    except Invalid as problem:
+        raise SimulationError(f"CALL_ME_LATER: {problem}") from None
 
 
 def check_call_later(at: int, t: int, requested: float) -> None:
@@ -59,6 +82,12 @@ def check_call_later(at: int, t: int, requested: float) -> None:
 def check_killable(job, job_id: str) -> None:
     if job.state in ("NOT_SUBMITTED", "SUBMITTED", "REJECTED"):
         raise SimulationError(f"KILL_JOB {job_id}: the job is {job.state}, not started")
+
+
+def require_line(line, major: int, what: str) -> None:
+    """A decision only one Batsim line has (rc2 has no job metadata, no continue_registration)."""
+    if line.major != major:
+        raise SimulationError(f"{what} has no Batsim {line.name} form: it needs Batsim {major} (--batsim {major})")
 
 
 def require_dynamic(dynamic_jobs: bool, what: str) -> None:

@@ -22,13 +22,14 @@ class SimJob:
     state: str = "NOT_SUBMITTED"
     subtime_actual: float = 0.0
     start: float = -1.0
-    start_ns: int = -1
+    start_t: float = -1  # the start in the platform's unit (ns for Batsim 4.2.1, seconds for rc2)
     subtime_ns: int = 0
     runtime: float = 0.0
     alloc: int = 0  # bitmask of its cores while it runs; 0 once it ended (see BatsimServer.record_end)
     alloc_text: str = ""  # the allocation as Batsim writes it, once the job ended
     final_state: str = ""
     metadata: str = ""
+    registered: bool = False  # by the scheduler (REGISTER_JOB), not read from a workload
 
 
 @dataclass
@@ -38,10 +39,15 @@ class SimulationResult:
     wall_time: float
     scheduling_time: float
     jobs_csv: str | None = None
-    schedule_csv: str | None = None
+    schedule_file: str | None = None  # PREFIX_schedule.csv (4.2.1) or PREFIXschedule.json (rc2)
     unfinished: list = field(default_factory=list)
     schedule: dict = field(default_factory=dict)
     messages: int = 0
+
+    @property
+    def schedule_csv(self) -> str | None:
+        """The schedule file under its 4.2.1 name (kept for callers written before Batsim 5)."""
+        return self.schedule_file
 
 
 @dataclass
@@ -53,7 +59,11 @@ class PartialOutputs:
     pending: int  # jobs queued or running when it stopped (not in the file)
     not_submitted: int  # jobs whose submission time had not come
     jobs_csv: str | None = None
-    schedule_csv: str | None = None
+    schedule_file: str | None = None
+
+    @property
+    def schedule_csv(self) -> str | None:
+        return self.schedule_file
 
     def describe(self) -> str:
         where = f" in {self.jobs_csv}" if self.jobs_csv else ""

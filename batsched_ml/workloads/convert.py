@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..validation import machine_size, non_negative_int
+from ..config.validate import machine_size, non_negative_int
 from .swf import SwfTrace, read_swf
 from .timezone import resolve_time_zone
 
@@ -181,6 +181,11 @@ def swf_to_workload(
     subtime = submit - submit[0] if len(submit) else submit
 
     warnings = []
+    announced = trace.announced_jobs()
+    if announced is not None and announced != len(j) + len(trace.bad_lines):
+        warnings.append(f"the header announces {announced:,} jobs (MaxJobs less the jobs its cleaning removed) "
+                        f"but the file holds {len(j) + len(trace.bad_lines):,} job lines: is it cut (an "
+                        "incomplete download)?")
     if not len(k):
         warnings.append("no job kept, the workload is empty")
     if len(subtime) and subtime.min() < 0:
@@ -262,9 +267,13 @@ def convert_swf(
     nodes: int | None = None,
     missing_walltime: str = "runtime",
     allow_empty: bool = False,
+    batsim: int = 4,
 ) -> ConversionReport:
     """Read, clean and write a trace (and a matching platform): the CLI's ``convert``. A trace
-    without any usable job is an error (nothing is written) unless ``allow_empty``."""
+    without any usable job is an error (nothing is written) unless ``allow_empty``. ``batsim=5``
+    writes a Batsim 5 workload (``DelayProfile``, each job's ``user`` in its ``extra_data``, which
+    Batsim 5 forwards to the scheduler: ``batsim5.to_v5``)."""
+    from .batsim5 import to_v5
     from .loader import WorkloadError, write_workload
     from .platform import write_platform
 
@@ -275,7 +284,7 @@ def convert_swf(
         why = f": {skipped}" if skipped else ""
         raise WorkloadError(f"{swf_path}: no usable job ({report.read} job lines read{why}): nothing "
                             "written (--allow-empty writes the empty workload anyway)")
-    write_workload(workload, workload_out)
+    write_workload(to_v5(workload, str(swf_path)) if batsim == 5 else workload, workload_out)
     if platform_out is not None:
         write_platform(report.nb_res, platform_out)
     return report

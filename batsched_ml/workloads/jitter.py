@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..validation import positive, positive_int, seed
+from ..config.validate import positive, positive_int, seed
 
 __all__ = ["JitterSpec", "jitter_copies", "jittered"]
 

@@ -1,8 +1,9 @@
 """Loading and writing Batsim JSON workloads, with validation.
 
 Batsim aborts with terse messages on a bad workload, and our embedded simulator
-would fail later in odd places; so a workload is checked once, here, and every
-problem is reported as a ``WorkloadError`` naming the file and the job.
+would fail later in odd places; so a workload is checked once, here, against the
+rules Batsim 4.2.1 (or 5.0.0-rc2) applies when it loads one, and the first problem is reported as a
+``WorkloadError`` naming the file, the job or profile, and the rule.
 Written files are deterministic (same dict order, compact, gzip without a
 timestamp) so that a converted workload can be compared byte for byte.
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 from pathlib import Path
+
+from ..protocol.descriptions import check_job_description, check_profile_description, is_int32, workload_line
+from ..protocol.members import Invalid
 
 __all__ = ["WorkloadError", "load_workload", "validate_workload", "write_workload"]
 
@@ -24,8 +27,11 @@ class WorkloadError(ValueError):
 
 
 def load_workload(path: str | Path) -> dict:
-    """Read a ``.json`` or gzip ``.json.gz`` workload (gzip found by magic bytes)."""
-    path = Path(path)
+    """Read a ``.json`` or gzip ``.json.gz`` workload (gzip found by magic bytes), or the bundled
+    sample ``sample:NAME`` names (``samples``)."""
+    from .samples import sample_path
+
+    path = Path(sample_path(path))
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -36,7 +42,9 @@ def load_workload(path: str | Path) -> dict:
         except (OSError, EOFError) as exc:
             raise WorkloadError(f"{path}: corrupt gzip data: {exc}") from exc
     try:
-        workload = json.loads(raw)
+        workload = _parse_json(raw)
+    except WorkloadError as exc:
+        raise WorkloadError(f"{path}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise WorkloadError(f"{path}: not UTF-8 text: {exc}") from exc
     except json.JSONDecodeError as exc:
@@ -49,65 +57,105 @@ def load_workload(path: str | Path) -> dict:
             f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from exc
     validate_workload(workload, str(path))
+    _check_trace_files(workload, path)
     return workload
 
 
-def _is_number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+def _check_trace_files(workload: dict, path: Path) -> None:
+    """An smpi or usage_trace profile (Batsim 5: TraceReplayProfile) names a file beside the
+    workload (Batsim reads it at load)."""
+    for pname, prof in workload["profiles"].items():
+        key = _TRACE_FILE.get(prof["type"])
+        if key is not None and not (path.parent / prof[key]).is_file():
+            raise WorkloadError(f"{path}: profile {pname!r}: its {key!r} {prof[key]!r} is not a file "
+                                f"in {path.parent}")
+
+
+_TRACE_FILE = {"smpi": "trace", "usage_trace": "trace", "TraceReplayProfile": "filename"}
+
+
+def _parse_json(raw: bytes):
+    """``json.loads`` reading what Batsim's JSON reader reads: no NaN or Infinity, and no key twice
+    in an object (Batsim would read the first, Python the last: two different workloads)."""
+    return json.loads(raw, object_pairs_hook=_object_without_duplicates, parse_constant=_no_constant)
+
+
+def _object_without_duplicates(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise WorkloadError(f"the key {key!r} appears twice in one object (Batsim reads the first, "
+                            "Python the last)")
+    return obj
+
+
+def _no_constant(name: str):
+    raise WorkloadError(f"{name} is not a JSON number (Batsim's JSON reader refuses it)")
 
 
 def validate_workload(workload, name: str = "<workload>") -> None:
-    """Raise ``WorkloadError`` for the first problem found in ``workload``."""
+    """Raise ``WorkloadError`` for the first rule of Batsim that ``workload`` breaks (its
+    workload.cpp, jobs.cpp, profiles.cpp: the rules of one job or profile are
+    ``protocol.descriptions``'), or where batsched-ml is stricter (docs/simulator.md lists both).
+    The rules are Batsim 4.2.1's, or Batsim 5.0.0-rc2's for a workload whose profiles have its
+    type names (``DelayProfile``...: ``descriptions.workload_line``)."""
 
     def fail(msg: str):
         raise WorkloadError(f"{name}: {msg}")
 
     if not isinstance(workload, dict):
         fail(f"top level must be a JSON object, got {type(workload).__name__}")
+    nb_res = workload.get("nb_res")
+    if not (is_int32(nb_res) and nb_res > 0):
+        fail("missing 'nb_res' (the machine size Batsim requires)" if "nb_res" not in workload
+             else f"'nb_res' must be a positive integer, got {nb_res!r}")
     for key, kind in (("jobs", list), ("profiles", dict)):
         if key not in workload:
             fail(f"missing '{key}'")
         if not isinstance(workload[key], kind):
             fail(f"'{key}' must be a JSON {'array' if kind is list else 'object'}")
-    if "nb_res" in workload and not (_is_int(workload["nb_res"]) and workload["nb_res"] > 0):
-        fail(f"'nb_res' must be a positive integer, got {workload['nb_res']!r}")
 
     profiles = workload["profiles"]
+    try:
+        line = workload_line(profiles)
+    except Invalid as problem:
+        fail(str(problem))
     for pname, prof in profiles.items():
-        if not isinstance(prof, dict) or not isinstance(prof.get("type"), str):
-            fail(f"profile {pname!r} must be an object with a string 'type'")
-        if prof["type"] == "delay" and not (_is_number(prof.get("delay")) and prof["delay"] >= 0):
-            fail(f"delay profile {pname!r} needs a non-negative numeric 'delay', "
-                 f"got {prof.get('delay')!r}")
+        try:
+            check_profile_description(prof, line)
+        except Invalid as problem:
+            fail(f"profile {pname!r}: {problem}")
+        if prof["type"] in ("composed", "SequentialCompositionProfile"):
+            missing = next((p for p in prof["seq"] if p not in profiles), None)
+            if missing is not None:
+                fail(f"composed profile {pname!r} uses profile {missing!r}, which is not defined in 'profiles'")
 
     seen: dict[str, int] = {}
     for index, job in enumerate(workload["jobs"]):
-        where = f"job #{index}"
         if not isinstance(job, dict):
-            fail(f"{where} is not a JSON object")
-        for key in ("id", "subtime", "res", "profile"):
-            if key not in job:
-                fail(f"{where} (id {job.get('id')!r}) is missing '{key}'")
-        jid = job["id"]
-        if isinstance(jid, bool) or not isinstance(jid, (int, str)) or jid == "":
-            fail(f"{where}: 'id' must be an integer or a non-empty string, got {jid!r}")
-        where = f"job {jid!r} (#{index})"
+            fail(f"job #{index} is not a JSON object")
+        jid = job.get("id")
+        where = f"job #{index}" if jid is None else f"job {jid!r} (#{index})"
+        try:
+            check_job_description(job, line)
+        except Invalid as problem:
+            fail(f"{where}: {problem}")
+        if jid == "" or "!" in str(jid):
+            fail(f"{where}: 'id' must be a non-empty name without '!' (Batsim writes ids as "
+                 "'workload!name')")
         # Batsim turns numeric ids into strings, so 7 and "7" are the same job.
         if str(jid) in seen:
             fail(f"{where}: duplicate id (first used by job #{seen[str(jid)]})")
         seen[str(jid)] = index
-        if not (_is_number(job["subtime"]) and job["subtime"] >= 0):
-            fail(f"{where}: 'subtime' must be a non-negative number, got {job['subtime']!r}")
-        if not (_is_int(job["res"]) and job["res"] > 0):
-            fail(f"{where}: 'res' must be a positive integer, got {job['res']!r}")
-        if "walltime" in job and not _is_number(job["walltime"]):
-            fail(f"{where}: 'walltime' must be a number (-1 = none), got {job['walltime']!r}")
-        if not isinstance(job["profile"], str) or job["profile"] not in profiles:
+        if job["subtime"] < 0:
+            fail(f"{where}: 'subtime' is {job['subtime']!r}: it must be non-negative (the simulation starts at 0)")
+        profile = profiles.get(job["profile"])
+        if profile is None:
             fail(f"{where}: profile {job['profile']!r} is not defined in 'profiles'")
-
-
-def _is_int(x) -> bool:
-    return _is_number(x) and float(x).is_integer()
+        if profile["type"] in ("parallel", "ParallelTaskProfile") and len(profile["cpu"]) != job["res"]:
+            fail(f"{where}: 'res' is {job['res']} but its parallel profile {job['profile']!r} has "
+                 f"{len(profile['cpu'])} 'cpu' entries")
 
 
 def write_workload(workload: dict, path: str | Path) -> None:

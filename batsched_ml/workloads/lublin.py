@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from ..validation import machine_size
+from ..config.validate import machine_size
 from .swf import SWF_DTYPE, SwfTrace
 
 __all__ = ["DEFAULTS", "ESTIMATE_VALUES", "generate_lublin", "lublin_jobs", "user_estimates"]

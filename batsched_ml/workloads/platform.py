@@ -4,9 +4,10 @@ Batsim gives compute resource ids ``0..n-1`` in LEXICOGRAPHIC order of host
 names (``node0, node1, node10, node11, ..., node2``), so an allocation ``2``
 means ``node10``. We only need host names, not the network: ``<cluster>`` /
 ``<cabinet>`` elements expand to ``prefix + i + suffix`` for each ``i`` of their
-``radical``, ``<host>`` elements are single hosts. Hosts whose ``role``
-property is ``master`` (or ``storage``) are not compute resources; as a fallback
-an id or prefix starting with ``master`` marks a master too.
+``radical``, ``<host>`` elements are single hosts. As in Batsim 4.2.1 (machines.cpp,
+permissions.cpp), a host's ``role`` property is ``compute_node`` (the default), ``master`` or
+``storage``; the host named ``master_host`` (Batsim's default ``--master-host``) is the master
+without a role; a platform needs exactly one master, and its compute hosts a positive speed.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..validation import machine_size
+from ..config.validate import machine_size
 
 __all__ = ["Platform", "PlatformError", "read_platform", "write_platform", "parse_radical"]
 
-_NON_COMPUTE_ROLES = ("master", "storage")
+ROLES = ("", "compute_node", "master", "storage")  # permissions.cpp; "" is a compute node
+DEFAULT_MASTER = "master_host"  # Batsim's --master-host default
+_SPEED = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
 class PlatformError(ValueError):
@@ -60,16 +63,44 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]  # tolerate an XML namespace
 
 
-def _role(elem: ET.Element) -> str:
+def _role(elem: ET.Element, path, what: str) -> str | None:
+    """The ``role`` property of ``elem`` (None: it has none); a role Batsim does not know is an error."""
     for child in elem:
         if _local(child.tag) == "prop" and child.get("id") == "role":
-            return child.get("value", "")
-    return ""
+            role = child.get("value", "")
+            if role not in ROLES:
+                raise PlatformError(f"{path}: {what} has role {role!r}: Batsim knows only "
+                                    f"{', '.join(repr(r) for r in ROLES[1:])}")
+            return role
+    return None
+
+
+def _check_speed(elem: ET.Element, path, what: str) -> None:
+    """A compute host computes: Batsim refuses a speed <= 0 (its first power state's, the one it
+    starts in unless ``pstate`` says otherwise)."""
+    speed = elem.get("speed")
+    if speed is None:
+        raise PlatformError(f"{path}: {what} has no 'speed' (SimGrid requires one)")
+    states = speed.split(",")
+    try:
+        text = states[int(elem.get("pstate", "0"))]
+    except (ValueError, IndexError):
+        raise PlatformError(f"{path}: {what}: 'pstate' {elem.get('pstate')!r} is not one of its "
+                            f"{len(states)} speeds") from None
+    match = _SPEED.fullmatch(text)
+    if match is None:
+        raise PlatformError(f"{path}: {what}: speed {text.strip()!r} is not a number with a unit (e.g. 1Gf)")
+    if float(match.group(1)) <= 0:
+        raise PlatformError(f"{path}: {what} is a compute host with speed {text.strip()!r}: Batsim "
+                            "requires a strictly positive computing speed")
 
 
 def read_platform(path: str | Path) -> Platform:
-    """Compute host names of a SimGrid XML platform, in Batsim's id order."""
-    path = Path(path)
+    """Compute host names of a SimGrid XML platform, in Batsim's id order (``sample:NAME``: a
+    bundled platform, ``samples``)."""
+    from .samples import sample_path
+
+    path = Path(sample_path(path))
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -77,31 +108,52 @@ def read_platform(path: str | Path) -> Platform:
     except OSError as exc:
         raise PlatformError(f"{path}: cannot read platform: {exc.strerror or exc}") from exc
     names: list[str] = []
+    masters: list[str] = []
     for elem in root.iter():
         tag = _local(elem.tag)
         if tag in ("cluster", "cabinet"):
             prefix, suffix = elem.get("prefix", ""), elem.get("suffix", "")
             ident = elem.get("id", "")
-            if _role(elem) in _NON_COMPUTE_ROLES or _is_master(ident, prefix):
-                continue
+            what = f"{tag} {ident!r}"
             radical = elem.get("radical")
             if radical is None:
-                raise PlatformError(f"{path}: {tag} {ident!r} has no 'radical'")
+                raise PlatformError(f"{path}: {what} has no 'radical'")
             try:
                 ranges = radical_ranges(radical)
             except ValueError as exc:
-                raise PlatformError(f"{path}: {tag} {ident!r}: {exc}") from exc
+                raise PlatformError(f"{path}: {what}: {exc}") from exc
             _check_size(path, len(names) + sum(hi - lo + 1 for lo, hi in ranges))
-            names.extend(f"{prefix}{i}{suffix}" for lo, hi in ranges for i in range(lo, hi + 1))
+            hosts = [f"{prefix}{i}{suffix}" for lo, hi in ranges for i in range(lo, hi + 1)]
+            role = _role(elem, path, what)  # SimGrid gives a cluster's properties to each of its hosts
+            if DEFAULT_MASTER in hosts:
+                _default_master(path, role, what)
+                masters.append(DEFAULT_MASTER)
+                hosts.remove(DEFAULT_MASTER)
+            if role == "master":
+                masters.extend(hosts)
+            elif role != "storage" and hosts:
+                _check_speed(elem, path, what)
+                names.extend(hosts)
         elif tag == "host":
             ident = elem.get("id")
             if not ident:
                 raise PlatformError(f"{path}: a <host> has no 'id'")
-            if _role(elem) in _NON_COMPUTE_ROLES or _is_master(ident):
-                continue
-            names.append(ident)
+            what = f"host {ident!r}"
+            role = _role(elem, path, what)
+            if ident == DEFAULT_MASTER:
+                _default_master(path, role, what)
+                role = "master"
+            if role == "master":
+                masters.append(ident)
+            elif role != "storage":
+                _check_speed(elem, path, what)
+                names.append(ident)
     if not names:
         raise PlatformError(f"{path}: no compute host (only master/storage hosts, or none)")
+    if len(masters) != 1:
+        raise PlatformError(f"{path}: " + (
+            "no master host: Batsim needs one, with role 'master' or named 'master_host'" if not masters
+            else f"{len(masters)} master hosts ({', '.join(masters[:3])}): Batsim accepts one"))
     _check_size(path, len(names))  # <host> elements count one by one
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})[:5]
@@ -110,16 +162,20 @@ def read_platform(path: str | Path) -> Platform:
     return Platform(nb_hosts=len(names), host_names=names, path=str(path))
 
 
+def _default_master(path, role: str | None, what: str) -> None:
+    """Batsim adds the role 'master' to the host named master_host: a role of its own makes
+    'ROLE,master', which Batsim refuses."""
+    if role is not None:
+        raise PlatformError(f"{path}: {what}: the host {DEFAULT_MASTER!r} is Batsim's default master, "
+                            f"so it cannot also carry the role {role!r}")
+
+
 def _check_size(path, nb_hosts: int) -> None:
     """Refuse a machine larger than batsched-ml handles before its host names are built."""
     try:
         machine_size(nb_hosts, "its number of compute hosts")
     except ValueError as exc:
         raise PlatformError(f"{path}: {exc}") from None
-
-
-def _is_master(*names: str) -> bool:
-    return any(n.startswith("master") for n in names if n)
 
 
 _TEMPLATE = """<?xml version='1.0'?>

@@ -53,6 +53,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _HEADER_RE = re.compile(r"^;\s*([A-Za-z][\w-]*)\s*:(?:\s+(.*?)|)\s*$")
 
 
+_REMOVED_RE = re.compile(r"\((\d+) jobs? removed\)")
+
+
 class SwfFormatError(ValueError):
     """A trace line that is not 18 numbers (the message names file and line)."""
 
@@ -81,6 +84,16 @@ class SwfTrace:
     def name(self) -> str:
         """File name without directories (used as the workload's source)."""
         return Path(self.path).name
+
+    def announced_jobs(self) -> int | None:
+        """The jobs the header says the file holds: ``MaxJobs`` less the jobs the archive's cleaning
+        removed (its ``(N jobs removed)`` notes; a cleaned log keeps the original ``MaxJobs``).
+        None without ``MaxJobs``."""
+        max_jobs = self.header_int("MaxJobs")
+        if max_jobs is None:
+            return None
+        removed = sum(int(m.group(1)) for line in self.header_lines for m in _REMOVED_RE.finditer(line))
+        return max_jobs - removed
 
     def header_int(self, key: str) -> int | None:
         """Leading integer of a header value (``"70  (dual)"`` -> 70), or None."""
