@@ -53,6 +53,12 @@ and learn through ``partial_fit`` / ``fit``.
 
 No plugin touches another object's ``_``-prefixed attributes, built-in ones included.
 
+**Forks** (1.2): a run forked from a snapshot (``simulate --fork``) begins at the snapshot's date and
+hands its scheduler the running then the queued jobs (``Scheduler.on_job_adopted``); each component
+takes over what it can from the snapshot's component of the same kind (``Scheduler.fork_from``,
+``Params.fork_from``: by default the learned state of the same plugin with the same parameters),
+and says so.
+
 Learning components (predictors, corrections, classifiers, distributions) follow
 scikit-learn's estimator contract (`Params`): the constructor only stores its
 parameters; ``validate_params`` checks them (called when a run is built and when learning

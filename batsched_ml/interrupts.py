@@ -6,6 +6,9 @@
 * :func:`note_kept` lets the code that was interrupted attach what it kept (a campaign's
   stored tasks, learn-policy's scored tuples), and :func:`report` prints the one line and
   returns the exit code (130 for Ctrl-C, 143 for SIGTERM, the shells' 128 + signal).
+* ``deferred`` holds SIGINT / SIGTERM back inside a loop that must stop at a point of its
+  choosing (a simulation writing its snapshot between two events): the signal is recorded and
+  the loop alerted; a second signal later than ``REPEAT_GRACE`` raises at once.
 * :func:`start_shielded` runs a start-up that spawns worker processes (a local Dask cluster)
   in a helper thread with SIGINT blocked, so the workers inherit it blocked and a terminal's
   Ctrl-C (sent to the whole process group) reaches this process only, which stays
@@ -26,8 +29,8 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
-__all__ = ["Terminated", "abandoned", "exit_code", "finish", "interrupt_behind", "keeping", "note_kept",
-           "report", "signals_raise_once", "start_shielded", "what_stopped"]
+__all__ = ["DeferredStop", "Terminated", "abandoned", "deferred", "exit_code", "finish", "interrupt_behind",
+           "keeping", "note_kept", "report", "signals_raise_once", "start_shielded", "what_stopped"]
 
 SIGINT_EXIT = 128 + signal.SIGINT    # 130
 SIGTERM_EXIT = 128 + signal.SIGTERM  # 143
@@ -66,6 +69,55 @@ def signals_raise_once() -> Callable[[], None]:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return restore
+
+
+class DeferredStop:
+    """The stop a ``deferred`` block received: ``exception`` (None until a signal came)."""
+
+    def __init__(self):
+        self.exception: KeyboardInterrupt | None = None
+        self.at = 0.0
+
+
+@contextmanager
+def deferred(alert: Callable[[], None]) -> Iterator[DeferredStop]:
+    """Within the block, SIGINT and SIGTERM raise nothing where the code happens to be: the stop is
+    recorded in the yielded ``DeferredStop`` and ``alert()`` is called, for the code to stop at
+    a point of its choosing and raise ``stop.exception`` itself. The same signal again within
+    ``REPEAT_GRACE`` s is the same stop; a later one raises at once (the code did not come back).
+    Outside the main thread, signals are not ours to handle: nothing is deferred."""
+    stop = DeferredStop()
+
+    def on_signal(signum, frame):
+        now = time.monotonic()
+        if stop.exception is None:
+            stop.exception = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+            stop.at = now
+            alert()
+        elif now - stop.at >= REPEAT_GRACE:
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+    try:
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        previous = {}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if stop.exception is None else _after_stop(stop, handler))
+
+
+def _after_stop(stop: DeferredStop, handler):
+    """The handler back in place after a deferred stop, but for the repeats of that stop (a
+    ``timeout`` signalling the process group too) while the stop is being reported."""
+    if not callable(handler):
+        return handler
+
+    def on_signal(signum, frame):
+        if time.monotonic() - stop.at >= REPEAT_GRACE:
+            return handler(signum, frame)
+    return on_signal
 
 
 def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 __all__ = ["write_job_details", "complete_report", "rejection_summary", "write_run_description", "mark_run",
-           "partial_run_warning"]
+           "partial_run_warning", "record_resumption"]
 
 PER_JOB_KEYS = (("classification", "jobs"),)  # report entries moved to per-job files
 
@@ -70,6 +70,8 @@ def rejection_summary(rejected, first: int = 3, reasons_in_csv: bool = True) -> 
 # ``status`` of PREFIX_run.json: RUNNING when written, at the start; COMPLETE once both CSVs hold
 # the whole run; else how it stopped (the CSVs then hold the jobs that had ended).
 RUNNING, COMPLETE, INTERRUPTED, TERMINATED, FAILED = "running", "complete", "interrupted", "terminated", "failed"
+PAUSED = "paused"  # stopped on purpose at a date (simulate --stop-at): its snapshot continues it
+WINDOW = "window"  # a fork stopped at the end of its window (simulate --fork-window)
 
 
 def run_description_path(prefix, separator: str = "_") -> str:
@@ -77,11 +79,12 @@ def run_description_path(prefix, separator: str = "_") -> str:
 
 
 def write_run_description(config, prefix, platform, workloads, batsim: str = "4.2.1",
-                          separator: str = "_") -> str:
+                          separator: str = "_", extra: dict | None = None) -> str:
     """``PREFIX_run.json``: the run's configuration (a resolved ``config.declare.RunConfig``: every setting,
     null where the scheduler does not take it), its inputs, the Batsim line it followed
     (``batsim``), a ``label`` (used by ``plot``) and its ``status`` (RUNNING until :func:`mark_run`
-    says how it ended)."""
+    says how it ended); ``extra``: more keys (how a run resumed from snapshots got there:
+    ``resumed``; a fork's origin: ``fork``)."""
     from .config.resolve import run_label
 
     description = config.to_dict()
@@ -92,7 +95,7 @@ def write_run_description(config, prefix, platform, workloads, batsim: str = "4.
         description["preset_version"] = preset.version
         description["preset_expansion"] = list(type(config)(**preset.values()).argv())
         description["preset_changed"] = config.changed_from_preset()
-    return _describe(prefix, description, run_label(config), platform, workloads, batsim, separator)
+    return _describe(prefix, description, run_label(config), platform, workloads, batsim, separator, extra)
 
 
 def write_connected_description(endpoint: str, prefix, platform, workloads, dynamic_jobs: bool,
@@ -103,7 +106,8 @@ def write_connected_description(endpoint: str, prefix, platform, workloads, dyna
                      f"scheduler at {endpoint}", platform, workloads, batsim, separator)
 
 
-def _describe(prefix, description: dict, label: str, platform, workloads, batsim: str, separator: str) -> str:
+def _describe(prefix, description: dict, label: str, platform, workloads, batsim: str, separator: str,
+              extra: dict | None = None) -> str:
     from . import __version__
     from .config.validate import output_prefix
 
@@ -113,6 +117,7 @@ def _describe(prefix, description: dict, label: str, platform, workloads, batsim
     description["label"] = label
     description["batsched_ml"] = __version__
     description["status"] = RUNNING
+    description.update(extra or {})
     output_prefix(prefix, separator=separator)  # a file where a directory should be gets a sentence
     path = Path(run_description_path(prefix, separator))
     _write_json(path, description)
@@ -129,6 +134,15 @@ def mark_run(path, status: str, partial=None) -> None:
         config["stopped"] = {"sim_time": partial.sim_time, "jobs_written": partial.jobs_written,
                              "pending": partial.pending, "not_submitted": partial.not_submitted}
     _write_json(path, config)
+
+
+def record_resumption(path) -> list:
+    """The ``resumed`` entries of the PREFIX_run.json a resumed run rewrites (its earlier resumptions)."""
+    try:
+        earlier = json.loads(Path(path).read_text()).get("resumed", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return earlier if isinstance(earlier, list) else []
 
 
 def _write_json(path: Path, config: dict) -> None:
@@ -162,7 +176,8 @@ def partial_run_warning(jobs_csv) -> str | None:
         return (f"{jobs_csv} belongs to a run that has not finished (still running, or killed): "
                 "it holds only the jobs that had ended")
     how = {INTERRUPTED: "was interrupted", TERMINATED: "was terminated (SIGTERM)",
-           FAILED: "stopped on an error"}.get(status, f"ended as {status!r}")
+           FAILED: "stopped on an error", PAUSED: "was paused (--stop-at)",
+           WINDOW: "is a fork stopped at the end of its window"}.get(status, f"ended as {status!r}")
     stopped = config.get("stopped")
     missing = ""
     if isinstance(stopped, dict):

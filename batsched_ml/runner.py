@@ -27,30 +27,32 @@ def build_scheduler(scheduler: str | None = None, policy: str | None = None, **s
     return build(config)
 
 
-def in_process(core: DecisionCore, acknowledged: bool = False):
-    """The embedded transport: the simulator calls the decision core directly.
+class InProcess:
+    """The embedded transport: the simulator calls the decision core directly (an object, not a
+    closure: a snapshot of the run pickles it with the core).
 
     ``acknowledged``: Batsim answers each job the core registers with a JOB_SUBMITTED (Batsim 5's
     ``acknowledge_dynamic_jobs``); like the v5 codec of ``serve``, the transport consumes that
     acknowledgement (the core submitted the job when it registered it) and passes the rest on."""
 
-    if not acknowledged:
-        def exchange(now, events):
-            return now, core.handle(now, events)
+    __slots__ = ("core", "acknowledged", "unacknowledged")
 
-        return exchange
+    def __init__(self, core: DecisionCore, acknowledged: bool = False):
+        self.core, self.acknowledged, self.unacknowledged = core, acknowledged, set()
 
-    unacknowledged: set = set()
-
-    def acknowledging_exchange(now, events):
+    def __call__(self, now, events):
+        unacknowledged = self.unacknowledged
         if unacknowledged:
             events = [e for e in events if not (type(e) is ev.JobSubmitted and e.job_id in unacknowledged
                                                 and not unacknowledged.discard(e.job_id))]
-        decisions = core.handle(now, events)
-        unacknowledged.update(d.job_id for d in decisions if type(d) is ev.RegisterJob)
+        decisions = self.core.handle(now, events)
+        if self.acknowledged:
+            unacknowledged.update(d.job_id for d in decisions if type(d) is ev.RegisterJob)
         return now, decisions
 
-    return acknowledging_exchange
+
+def in_process(core: DecisionCore, acknowledged: bool = False) -> InProcess:
+    return InProcess(core, acknowledged)
 
 
 def load_inputs(platform, workloads):
@@ -73,23 +75,14 @@ def load_inputs(platform, workloads):
     return nb_hosts, names, loaded
 
 
-def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
-             progress=None, latency=None, on_start=None, batsim=4) -> tuple[SimulationResult, DecisionCore]:
-    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
-
-    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them);
-    ``latency`` to Batsim's message timing (``simulator.engine.NO_LATENCY``: exact instants);
-    ``batsim``: the Batsim line to behave like, 4 (4.2.1) or 5 (5.0.0-rc2: the scheduler then asks
-    for the features ``serve --batsim 5`` asks for: dynamic registration with acknowledgements
-    when it requeues); ``on_start()`` runs once the inputs are read and the output files open
-    (see ``Simulator.run``).
-    """
+def prepare(platform, workloads, scheduler, *, dynamic_jobs: bool | None = None, progress=None, latency=None,
+            batsim=4):
+    """``(Simulator, DecisionCore)`` of ``scheduler`` on a platform file (or host count) and
+    workload files or dicts, ready to ``run`` with ``transport(sim, core)`` (see ``simulate``)."""
     from .simulator.engine import BATSIM_LATENCY, NO_LATENCY, Simulator
     from .simulator.lines import line_of
 
     line = line_of(batsim)
-    if prefix is not None:
-        output_prefix(prefix, separator=line.file_separator)  # before reading the inputs: told at once
     nb_hosts, names, loaded = load_inputs(platform, workloads)
     if dynamic_jobs is None:
         dynamic_jobs = scheduler.may_requeue
@@ -105,6 +98,32 @@ def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool 
     sim = Simulator(nb_hosts, loaded, host_names=names, dynamic_jobs=dynamic_jobs, profile_reuse=profile_reuse,
                     progress=progress, latency=BATSIM_LATENCY if latency is None else latency, line=line,
                     acknowledge_dynamic_jobs=acknowledged)
-    result = sim.run(in_process(core, acknowledged), prefix=None if prefix is None else str(prefix),
-                     on_start=on_start)
+    return sim, core
+
+
+def transport(sim, core: DecisionCore) -> InProcess:
+    """The in-process transport of a run ``prepare`` built (acknowledging what its Batsim line does)."""
+    return InProcess(core, sim.acknowledge_dynamic_jobs)
+
+
+def simulate(platform, workloads, scheduler, prefix=None, *, dynamic_jobs: bool | None = None,
+             progress=None, latency=None, on_start=None, watch=None, batsim=4) -> tuple[SimulationResult, DecisionCore]:
+    """Run ``scheduler`` (a Scheduler instance) on a platform file and workload files or dicts.
+
+    ``dynamic_jobs`` defaults to what the scheduler needs (requeueing schedulers need them);
+    ``latency`` to Batsim's message timing (``simulator.engine.NO_LATENCY``: exact instants);
+    ``batsim``: the Batsim line to behave like, 4 (4.2.1) or 5 (5.0.0-rc2: the scheduler then asks
+    for the features ``serve --batsim 5`` asks for: dynamic registration with acknowledgements
+    when it requeues); ``on_start()`` runs once the inputs are read and the output files open
+    (see ``Simulator.run``); ``watch``: the run loop's watch (``checkpointing.Checkpointer``:
+    snapshots; Batsim 4.2.1 runs only).
+    """
+    from .simulator.lines import line_of
+
+    if prefix is not None:
+        output_prefix(prefix, separator=line_of(batsim).file_separator)  # before reading the inputs: told at once
+    sim, core = prepare(platform, workloads, scheduler, dynamic_jobs=dynamic_jobs, progress=progress,
+                        latency=latency, batsim=batsim)
+    result = sim.run(transport(sim, core), prefix=None if prefix is None else str(prefix), on_start=on_start,
+                     watch=watch)
     return result, core

@@ -78,9 +78,11 @@ def _flag(action) -> str:
 
 
 @st.composite
-def cli_configurations(draw, policies: list | None = None) -> dict:
+def cli_configurations(draw, policies: list | None = None, runnable: bool = False) -> dict:
     """``{"argv": [flags...], "config": {dest: value}}``: one point of the configuration space
-    (``policies``: draw ``--policy`` among these only, every other flag as usual)."""
+    (``policies``: draw ``--policy`` among these only, every other flag as usual). ``runnable``:
+    only points that run -- plugins by their names, valid values, and of the flags drawn only
+    those the drawn scheduler takes and those whose prerequisite was drawn (``runnable_config``)."""
     argv, config = [], {}
     option_action = None
     for action in FLAGS:
@@ -91,10 +93,10 @@ def cli_configurations(draw, policies: list | None = None) -> dict:
         if flag in PLUGIN_FLAGS:
             names = list(available(PLUGIN_FLAGS[flag]))
             if flag == "--policy":
-                names += EXPRESSIONS
+                names += [p for p in EXPRESSIONS if not (runnable and "no-such" in p)]
             if flag == "--policy" and policies is not None:
                 value = draw(st.sampled_from(policies))
-            elif draw(st.integers(0, 29)) == RARE:
+            elif draw(st.integers(0, 29)) == RARE and not runnable:
                 value = UNKNOWN
             else:
                 value = draw(st.sampled_from(names + ([None] * len(names) if action.default is None else [])))
@@ -107,24 +109,54 @@ def cli_configurations(draw, policies: list | None = None) -> dict:
         elif action.nargs == 0:
             value = draw(st.integers(0, 3)) == 2
         elif action.type is not None:
-            value = draw(st.sampled_from(TYPED_VALUES)) if draw(st.integers(0, 3)) == 2 else None
+            values = [v for v in TYPED_VALUES if not runnable or _parses(action, v)]
+            value = draw(st.sampled_from(values)) if draw(st.integers(0, 3)) == 2 else None
         else:
             raise AssertionError(f"{flag}: a kind of flag the configuration space does not know how to draw")
         config[action.dest] = value
-        if value is None or value is False:
+    if runnable:
+        config = runnable_config(config)
+    for action in FLAGS:
+        value = config.get(action.dest)
+        if action.dest == "option" or value is None or value is False:
             continue
-        argv += [flag] if value is True else [flag, str(value)]
+        argv += [_flag(action)] if value is True else [_flag(action), str(value)]
     if option_action is not None:
-        for key, value in draw(_options(config)):
+        for key, value in draw(_options(config, runnable)):
             argv += ["-o", f"{key}={value}"]
             config.setdefault("options", {})[key] = value
     return {"argv": argv, "config": config}
 
 
+def _parses(action, text: str) -> bool:
+    try:
+        action.type(text)
+    except Exception:  # noqa: BLE001 - argparse's type refuses it
+        return False
+    return True
+
+
+def runnable_config(config: dict) -> dict:
+    """``config`` without the settings the drawn scheduler does not take and those whose
+    prerequisite was not drawn (``compose.resolve``'s two refusals; the settings themselves say
+    which apply: ``Setting.param`` and ``Setting.needs``)."""
+    from batsched_ml.config.resolve import scheduler_accepts
+    from batsched_ml.config.declare import settings
+
+    takes = scheduler_accepts(load("schedulers", config.get("scheduler") or "easy"))
+    out = dict(config)
+    for name, spec in settings().items():  # declaration order: a prerequisite comes first
+        if spec.param is not None and spec.param not in takes:
+            out[name] = None
+        if spec.needs is not None and out.get(spec.needs) in (None, False):
+            out[name] = None if not spec.switch else False
+    return out
+
+
 @st.composite
-def _options(draw, config: dict) -> list:
+def _options(draw, config: dict, runnable: bool = False) -> list:
     """``-o`` pairs: some of the keys this configuration declares (defaults, or quick values), and
-    sometimes a key it does not have."""
+    sometimes (not when ``runnable``) a key it does not have."""
     valid = _valid_option_keys(config)
     pairs = []
     if valid:
@@ -132,7 +164,7 @@ def _options(draw, config: dict) -> list:
         chosen += [key for key in QUICK if key in valid and key not in chosen]
         for key in chosen:
             pairs.append((key, _typed(QUICK[key] if key in QUICK else valid[key])))
-    if draw(st.integers(0, 29)) == RARE:
+    if draw(st.integers(0, 29)) == RARE and not runnable:
         pairs.append((MISSPELT, "1"))
     return pairs
 

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 DATA = Path(__file__).resolve().parent / "data"
+# Snapshots are signed with this key in the tests (never a key file in the user's config folder); set
+# here, before any worker process starts, so that the processes a test starts sign alike.
+os.environ.setdefault("BATSCHED_ML_SNAPSHOT_KEY", "batsched-ml tests")
 
 
 def shared_dir() -> Path | None:

@@ -341,3 +341,22 @@ columns = "policy"
     assert list(copy.configs) == ["fcfs-count", "fcfs-cores", "spf-count", "spf-cores"]
     assert "matrix" not in (out / "campaign.toml").read_text()
     assert [c.config for c in copy.configs.values()] == [c.config for c in load_campaign(path).configs.values()]
+
+
+def test_validation_campaigns_run_the_adopted_config_and_the_same_deterministic_runs():
+    """``validation.toml``'s learned config is the classification config adopted in
+    ``zrigui2022-seeds.toml`` (the one README recommends), and ``validation-jitter.toml`` runs its
+    deterministic configs, on the same eleven traces, on jitter copies: one definition of each."""
+    plain = load_campaign(EXPERIMENTS / "validation.toml")
+    jitter = load_campaign(EXPERIMENTS / "validation-jitter.toml")
+    adopted = load_campaign(EXPERIMENTS / "zrigui2022-seeds.toml").configs["ci-fcfs-head-start2w-speculative-leaf50"]
+    assert plain.configs["ci-head-start2w"].config.to_dict() == adopted.config.to_dict()
+    assert plain.seeds_of("ci-head-start2w") == [0, 1, 2]
+    assert list(jitter.configs) == [c for c, spec in plain.configs.items() if spec.config.classifier is None]
+    for name, spec in jitter.configs.items():
+        assert spec.config.to_dict() == plain.configs[name].config.to_dict(), name
+    assert list(jitter.traces) == list(plain.traces) and len(plain.traces) == 11
+    for name, trace in jitter.traces.items():
+        assert (trace.source, trace.nodes, trace.windows) == (plain.traces[name].source, plain.traces[name].nodes,
+                                                              None)
+        assert trace.jitter is not None and trace.jitter.copies == 3 and plain.traces[name].jitter is None

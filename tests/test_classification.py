@@ -205,6 +205,27 @@ def test_no_kill_option_keeps_dynamic_jobs_off(tmp_path):
     assert states["4"] == ev.COMPLETED_SUCCESSFULLY
 
 
+def test_kill_only_if_waiting_spares_a_kill_that_frees_cores_for_nobody(tmp_path):
+    # RACE: at 170 job 4 (a false small) is due for its kill and nothing waits: it runs on to 200.
+    s = sched(kill_only_if_waiting=True)
+    result, core, sent = run_exact(RACE, s, tmp_path / "idle")
+    states = assert_nothing_lost(RACE, result.jobs_csv)
+    assert states["4"] == ev.COMPLETED_SUCCESSFULLY and "4#1" not in states
+    assert not any(isinstance(d, ev.KillJob) for d in sent)
+    learned = s.report()["classification"]
+    assert learned["kills"] == 0 and learned["kills_spared"] == 1
+    # job 7 (4 cores, submitted at 160) waits for the core job 4 holds: the kill frees it
+    busy = workload([(1, 0, 10), (2, 0, 20), (3, 0, 30), (4, 150, 50), (5, 150, 5), (6, 150, 20),
+                     (7, 160, 30, 4)])
+    s = sched(kill_only_if_waiting=True)
+    result, core, sent = run_exact(busy, s, tmp_path / "busy")
+    states = assert_nothing_lost(busy, result.jobs_csv)
+    assert states["4"] == ev.COMPLETED_KILLED and states["4#1"] == ev.COMPLETED_SUCCESSFULLY
+    assert s.report()["classification"]["kills_spared"] == 0
+    with pytest.raises(ValueError, match="kill_only_if_waiting must be true or false"):
+        sched(kill_only_if_waiting="yes")
+
+
 def test_small_first_order():
     from batsched_ml.core.job import Job
     from batsched_ml.policies.orders import FCFS

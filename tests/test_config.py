@@ -237,7 +237,7 @@ def test_plugins_marks_broken_entry_points(third_party, capsys):
 
 def test_api_version_is_checked(third_party, tmp_path, capsys):
     code, _, err = run(capsys, *simulate(tmp_path, "--scheduler", "future"))
-    one_line_error(code, err, "of futureplugin 3.0) needs plugin API 2.0; this batsched-ml provides 1.1")
+    one_line_error(code, err, "of futureplugin 3.0) needs plugin API 2.0; this batsched-ml provides 1.2")
     code, _, err = run(capsys, *simulate(tmp_path, "--scheduler", "newer-minor"))
     one_line_error(code, err, "needs plugin API 1.9")
 

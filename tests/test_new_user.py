@@ -165,8 +165,8 @@ def test_run_json_never_exists_without_both_csvs(tmp_path, capsys, monkeypatch):
 
     original = run_outputs.write_run_description
 
-    def write_then_interrupt(*args):
-        path = original(*args)
+    def write_then_interrupt(*args, **kwargs):
+        path = original(*args, **kwargs)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_outputs, "write_run_description", write_then_interrupt)

@@ -13,6 +13,10 @@ reported as a minimal workload with its flags. Each property:
   between the passes,
   every conservative configuration still gives a valid, deterministic schedule;
 * ``serve``: a configuration behind ``serve`` (ZeroMQ) gives the in-process run;
+* ``snapshots``: a run of the whole configuration space paused at a drawn instant and resumed from its
+  snapshot gives the uninterrupted run's outputs byte for byte; ``killed``: the same for a run with
+  ``--checkpoint-every`` killed (SIGKILL) at drawn wall-clock moments and resumed each time
+  (``snapshot_cases.py``; a twentieth of the examples: each kill costs a worker process);
 * outputs digested in two fresh processes with different ``PYTHONHASHSEED`` are identical
   (set iteration order, hashing: what two runs in one process cannot see).
 
@@ -37,6 +41,7 @@ from pathlib import Path
 import configuration_space as space
 import equivalence_cases as eq
 import pytest
+import snapshot_cases
 from hypothesis import HealthCheck, Phase, event, given, seed, settings
 from hypothesis import strategies as st
 from random_cases import configurations, describe, run_twice, workloads
@@ -136,6 +141,28 @@ def test_serve_is_the_in_process_run(workload, config):
     _tally(config)
     problems = eq.serve_vs_in_process(workload, config)
     assert not problems, describe(workload, config, problems)
+
+
+INSTANTS = st.one_of(st.sampled_from([0.0, 1.0, 600.0, 1000.5]), st.floats(0.0, 8000.0))
+
+
+@campaign(workload=workloads(max_jobs=16), case=space.cli_configurations(runnable=True), at=INSTANTS)
+def test_snapshots(workload, case, at):
+    problems, happened = snapshot_cases.check_case(workload, case, at)
+    event(happened)
+    for key in ("scheduler", "classifier", "distribution", "predictor"):
+        event(f"{key}={case['config'].get(key)}")
+    assert not problems, snapshot_cases.describe(workload, case, at, problems)
+
+
+@campaign(examples=max(EXAMPLES // 20, 1), workload=workloads(max_jobs=16),
+          case=space.cli_configurations(runnable=True), at=INSTANTS,
+          every=st.sampled_from([10.0, 50.0, 300.0, 1000.0]),
+          delays=st.lists(st.floats(0.02, 1.0), min_size=1, max_size=3))
+def test_killed(workload, case, at, every, delays):
+    problems, happened = snapshot_cases.check_case(workload, case, at, every, delays)
+    event(happened)
+    assert not problems, snapshot_cases.describe(workload, case, at, problems)
 
 
 # ------------------------------------------------------------ determinism across processes

@@ -8,6 +8,7 @@ import pytest
 from batsched_ml.analysis.uncertainty import (
     comparison_lines,
     job_interval,
+    mean_difference,
     mean_interval,
     paired_reduction,
     run_uncertainty,
@@ -64,6 +65,22 @@ def test_paired_reduction_uses_only_common_runs():
     assert got.n == 1 and got.estimate == pytest.approx(50.0) and not got.has_interval
     assert paired_reduction({(0, 0): 1.0}, {(0, 1): 1.0}).estimate is None
     assert paired_reduction({(0, 0): 1.0}, {(0, 0): 0.0}).estimate is None
+
+
+def test_mean_difference_of_two_independent_sets_of_runs():
+    seeds = [60.1, 58.9, 61.4]        # a learned config's reductions over seeds
+    copies = [45.2, 46.0, 44.8, 45.5]  # a deterministic one's over jitter copies
+    got = mean_difference(seeds, copies)
+    assert got.estimate == pytest.approx(60.133333 - 45.375, abs=1e-4)
+    assert 58.9 - 46.0 <= got.low < got.estimate < got.high <= 61.4 - 44.8
+    assert not got.holds(0.0)
+    overlapping = mean_difference([50.0, 58.0, 44.0], [51.0, 49.0, 53.0])
+    assert overlapping.holds(0.0)
+    one = mean_difference([50.0], [40.0, 41.0])
+    assert one.estimate == pytest.approx(9.5) and not one.has_interval
+    assert mean_difference([], [1.0]).estimate is None
+    flat = mean_difference([3.0, 3.0], [1.0, 1.0])
+    assert (flat.low, flat.high) == (2.0, 2.0)
 
 
 def test_job_interval_of_a_sum_and_a_mean():

@@ -33,8 +33,8 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["Interval", "campaign_section", "change_rule", "comparison_lines", "format_change", "format_number",
-           "job_interval", "mean_interval",
-           "paired_job_reduction", "paired_reduction", "per_job_values", "run_figures", "run_uncertainty",
+           "job_interval", "mean_difference", "mean_interval", "paired_job_reduction", "paired_reduction",
+           "per_job_values", "run_figures", "run_uncertainty",
            "worst_share"]
 
 CONFIDENCE = 0.95
@@ -95,6 +95,25 @@ def mean_interval(values: Sequence[float], *, n_resamples: int = RESAMPLES, seed
     low, high = _bootstrap((a,), lambda x, axis=-1: x.mean(axis=axis), paired=False,
                            n_resamples=n_resamples, seed=seed)
     return Interval(mean, low, high, len(a))
+
+
+def mean_difference(values: Sequence[float], other: Sequence[float], *, n_resamples: int = RESAMPLES,
+                    seed: int = SEED) -> Interval:
+    """``mean(values) - mean(other)`` of two independent sets of runs (e.g. a learned config's
+    seeds against a deterministic config's jitter copies), each resampled on its own; no
+    interval unless both have at least two runs."""
+    x, y = _clean(values), _clean(other)
+    if len(x) == 0 or len(y) == 0:
+        return Interval(None, None, None, 0)
+    estimate = float(x.mean() - y.mean())
+    n = min(len(x), len(y))
+    if n < 2:
+        return Interval(estimate, None, None, n)
+    if np.ptp(x) == 0 and np.ptp(y) == 0:
+        return Interval(estimate, estimate, estimate, n)
+    low, high = _bootstrap((x, y), lambda a, b, axis=-1: a.mean(axis=axis) - b.mean(axis=axis), paired=False,
+                           n_resamples=n_resamples, seed=seed)
+    return Interval(estimate, low, high, n)
 
 
 def _reduction(x, y, axis=-1):

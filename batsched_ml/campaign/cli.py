@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -29,8 +30,9 @@ def _run(args) -> int:
 
     if args.trace or args.config:
         campaign.subset(traces=args.trace, configs=args.config)  # unknown names: an error before any work
-    outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=args.dask,
-                           progress=not args.quiet, log=log, traces=args.trace, configs=args.config)
+    with _cluster(args, log) as address:
+        outcome = run_campaign(campaign, results_dir, workers=args.workers, scheduler_address=address,
+                               progress=not args.quiet, log=log, traces=args.trace, configs=args.config)
     if outcome.interrupted:  # Ctrl-C or SIGTERM: one line (cli.main), what was kept, exit 130 / 143
         kept = (f"{outcome.stored} of {outcome.tasks} tasks stored in {results_dir / 'results.csv'}"
                 if outcome.tasks else f"nothing was run yet in {results_dir}")
@@ -73,6 +75,23 @@ def not_completed_warning(rows, first: int = 3) -> list[str]:
     ran = sum(r["status"] in RAN for r in rows)
     return [f"batsched-ml: warning: {len(found)} of {ran} runs did not complete every job, their metrics cover the "
             f"jobs that ran: {named}{more} (results.csv: complete, rejected, killed, unfinished)"]
+
+
+@contextmanager
+def _cluster(args, log):
+    """The Dask scheduler's address: ``--dask``, a Slurm cluster started for the run (``--slurm``),
+    or None (a local cluster)."""
+    if args.slurm is None:
+        yield args.dask
+        return
+    if args.dask or args.workers is not None:
+        raise ValueError("--slurm starts its own Dask workers: drop --dask and --workers")
+    if args.slurm < 1:
+        raise ValueError("--slurm expects a number of Slurm jobs >= 1")
+    from .slurm import slurm_cluster
+
+    with slurm_cluster(args.slurm, log=log) as address:
+        yield address
 
 
 def cmd_report(args) -> int:
@@ -122,6 +141,9 @@ def add_campaign_commands(sub) -> None:
                    help="local worker processes (default: one per core; 0: run in this process)")
     r.add_argument("--dask", default=None, metavar="ADDRESS",
                    help="submit to a running Dask scheduler, e.g. tcp://head:8786, instead of a local cluster")
+    r.add_argument("--slurm", type=arg(non_negative_int, "--slurm", integer=True), default=None, metavar="JOBS",
+                   help="run the workers as JOBS Slurm jobs (dask-jobqueue; what each job asks for is in its "
+                        "configuration, jobqueue.slurm: docs/campaigns.md)")
     r.add_argument("--trace", action="append", default=None, metavar="NAME",
                    help="run only this trace (repeatable; the other tasks' rows of results.csv are kept)")
     r.add_argument("--config", action="append", default=None, metavar="NAME",

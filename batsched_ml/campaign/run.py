@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ class CampaignOutcome:
     cached: int = 0
     computed: int = 0
     stored: int = 0  # tasks of this run whose result is stored (cached before or computed now)
+    resumed: int = 0  # tasks computed from a snapshot an interrupted run left
     failed: list[str] = field(default_factory=list)   # task labels with their error (or timeout)
     interrupted: bool = False
     stopped_by: BaseException | None = None  # the KeyboardInterrupt (or interrupts.Terminated)
@@ -74,19 +76,28 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                 files = {name: str((results_dir / "cache").resolve() / f"{key}{_output(campaign, name)}")
                          for name, key in needs.items()}
                 for unit in units[cut]:
+                    key = task_key(unit.digest, settings, version, config.batsim, kind=kind.name,
+                                   needs={**needs, **kind.file_digests(settings)})
+                    snapshots = _checkpoints(campaign, results_dir, key) if kind.name == "simulate" else {}
                     tasks.append(Task(trace=spec.name, window=unit.window, window_start=unit.window_start,
                                       config=config.name, seed=seed, argv=config.argv, nb_jobs=unit.nb_jobs,
-                                      key=task_key(unit.digest, settings, version, config.batsim, kind=kind.name,
-                                                   needs={**needs, **kind.file_digests(settings)}),
-                                      timeout=campaign.task_timeout, settings=kind.with_files(settings, files),
-                                      kind=kind.name, inputs=unit.inputs, needs=tuple(needs.values()),
-                                      batsim=config.batsim))
+                                      key=key, timeout=campaign.task_timeout,
+                                      settings=kind.with_files(settings, files), kind=kind.name, inputs=unit.inputs,
+                                      needs=tuple(needs.values()), batsim=config.batsim, **snapshots))
     return tasks
 
 
 def _output(campaign: Campaign, training: str) -> str:
     """The suffix of the file ``training`` writes (its kind's)."""
     return get_kind(campaign.trainings[training].kind).output
+
+
+def _checkpoints(campaign: Campaign, results_dir, key: str) -> dict:
+    """A task's checkpoint folder and settings (none when the campaign snapshots nothing)."""
+    if campaign.checkpoint_every is None and campaign.checkpoint_every_wall is None:
+        return {}
+    return {"checkpoint_dir": str(Path(results_dir).resolve() / "checkpoints" / key),
+            "checkpoint_every": campaign.checkpoint_every, "checkpoint_every_wall": campaign.checkpoint_every_wall}
 
 
 def estimated_cost(task: Task, costs: dict[str, float]) -> float:
@@ -231,6 +242,12 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                     cache.note_cost(task.argv, result["row"].get("wall_s"), task.nb_jobs)
                     done[task.key] = result["row"]
                     outcome.computed += 1
+                    if result.get("resumed_from") is not None:
+                        outcome.resumed += 1
+                        log(f"resumed: {task.label} from its snapshot at simulated time "
+                            f"{result['resumed_from']:.0f} s")
+                if task.checkpoint_dir is not None and task.key in done | failures:
+                    shutil.rmtree(task.checkpoint_dir, ignore_errors=True)  # stored: no resumption needed
             submitted = {t.key for t in ready}  # each task once a run, whatever its wave gave back
             todo = [t for t in todo if t.key not in submitted and t.key not in failures]
     except KeyboardInterrupt as exc:
@@ -271,6 +288,7 @@ def _log_run(results_dir: Path, outcome: CampaignOutcome, wall: float, engine: s
     entry = {"finished": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
              "wall_s": round(wall, 2), "engine": engine, "tasks": outcome.tasks, "computed": outcome.computed,
              "cached": outcome.cached, "failed": len(outcome.failed), "interrupted": outcome.interrupted,
+             "resumed": outcome.resumed,
              "code": code_version()}
     with open(results_dir / "runs.log", "a", encoding="utf-8") as f:
         f.write(json.dumps(entry) + "\n")

@@ -23,8 +23,10 @@ from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 __all__ = ["Campaign", "CampaignError", "ConfigSpec", "PaperRef", "TRACES_ENV", "TableSpec", "TraceSpec", "TrainingSpec",
            "config_argv", "config_keys", "load_campaign", "paper_refs", "table_specs", "traces_directory"]
 
-CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout", "batsim")
+CAMPAIGN_KEYS = ("name", "baseline", "seeds", "metrics", "description", "task_timeout", "batsim", "checkpoint_every",
+                 "checkpoint_every_wall")
 BATSIM_LINES = (4, 5)  # ``batsim``: the Batsim line a config's runs follow (4.2.1, 5.0.0-rc2)
+CHECKPOINT_EVERY_WALL = 300.0  # a task snapshots its run every 5 min of wall-clock time unless told otherwise
 TABLE_KEYS = ("metric", "statistic", "rows", "columns", "title", "decimals", "traces", "configs")
 # keys of every config table, whatever its kind: the kind, its own seeds and traces, its labels
 COMMON_KEYS = ("kind", "seeds", "traces", "axes")
@@ -130,6 +132,9 @@ class Campaign:
     task_timeout: float | None = None  # seconds a task may run before it is stopped as ``timeout``
     tables: list[TableSpec] = field(default_factory=list)
     trainings: dict[str, TrainingSpec] = field(default_factory=dict)
+    # a task's snapshots (under RESULTS/checkpoints/, resumed after a kill): simulated / wall-clock seconds
+    checkpoint_every: float | None = None
+    checkpoint_every_wall: float | None = CHECKPOINT_EVERY_WALL
 
     def require_inputs(self) -> None:
         """Raise :class:`CampaignError` naming the trace files that cannot be found (of this
@@ -283,11 +288,28 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not timeout > 0 or timeout == float("inf")):
         problems.found.append(f"[campaign] task_timeout must be a number of seconds > 0, not {timeout!r}")
+    every = {key: problems.check(_duration, head, key) for key in ("checkpoint_every", "checkpoint_every_wall")}
+    if "checkpoint_every_wall" not in head:
+        every["checkpoint_every_wall"] = None if "checkpoint_every" in head else CHECKPOINT_EVERY_WALL
     problems.raise_any()
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
                     description=str(head.get("description", "")), document=data,
-                    task_timeout=None if timeout is None else float(timeout), tables=tables, trainings=trainings)
+                    task_timeout=None if timeout is None else float(timeout), tables=tables, trainings=trainings,
+                    **every)
+
+
+def _duration(head: dict, key: str) -> float | None:
+    """``[campaign] checkpoint_every*``: a duration (``"7d"``, ``"10min"``, seconds), or false: none."""
+    from ..config.validate import ValidationError, duration
+
+    value = head.get(key)
+    if value is None or value is False:
+        return None
+    try:
+        return duration(value, f"[campaign] {key}")
+    except ValidationError as exc:
+        raise CampaignError(str(exc)) from None
 
 
 def table_specs(entries, configs: dict) -> list[TableSpec]:

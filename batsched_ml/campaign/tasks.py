@@ -8,6 +8,11 @@ inputs, bit for bit. It writes nothing outside a temporary directory (in the wor
 folder, removed by the client if the worker is killed): the jobs CSV (gzipped) and the
 scheduler's report (JSON) travel back to the client, which alone writes the results directory.
 A task past its time limit stops and says so (``{"timeout": ...}``) instead of failing.
+
+A task with a ``checkpoint_dir`` (a campaign's ``RESULTS/checkpoints/<key>/``, on a file system its
+workers share) runs there instead, snapshotting its run as it goes (``[campaign]
+checkpoint_every`` / ``checkpoint_every_wall``); run again after its worker, or the whole campaign,
+was killed, it resumes from its latest snapshot, to the same outputs byte for byte.
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import shutil
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -50,6 +57,11 @@ class Task:
     needs: tuple[str, ...] = ()  # the keys of the trainings whose files it reads
     workdir: str | None = None  # a directory kept between runs (a training's checkpoint)
     batsim: int = 4  # the Batsim line a simulation follows (``simulate --batsim``)
+    # where the run writes its outputs and snapshots as it goes (None: a temporary folder, no snapshot);
+    # a task run again after a kill resumes from the latest snapshot there (not in the key either)
+    checkpoint_dir: str | None = None
+    checkpoint_every: float | None = None
+    checkpoint_every_wall: float | None = None
 
     @property
     def label(self) -> str:
@@ -224,20 +236,15 @@ def simulate_task(task: Task) -> dict:
     import numpy as np
 
     from ..analysis.metrics import compute_metrics, merge_attempts, per_job_bsld, read_jobs_csv
-    from ..config.compose import build_scheduler
     from ..run_outputs import complete_report
-    from ..runner import simulate
 
-    from ..executor import task_directory
-
-    scheduler = build_scheduler(task.settings)
-    with task_directory("batsched-task-") as tmp:
+    with _run_directory(task) as tmp:
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                result, _ = simulate(task.inputs["platform"], task.inputs["workload"], scheduler, prefix=Path(tmp) / "run",
-                                     progress=_Deadline(task.timeout) if task.timeout else None, batsim=task.batsim)
+                result, scheduler, resumed = _simulate(task, Path(tmp) / "run",
+                                                       _Deadline(task.timeout) if task.timeout else None)
         except TaskTimeout as stop:
             return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
         wall = time.perf_counter() - t0
@@ -257,7 +264,55 @@ def simulate_task(task: Task) -> dict:
     report = compact(complete_report(scheduler.report(), metrics))
     if report:  # a file next to the run's jobs CSV (results.csv only names it): it may be large
         files[REPORT_SUFFIX] = (json.dumps(report, indent=1, sort_keys=True, default=float) + "\n").encode("utf-8")
-    return {"row": row, "files": files}
+    return {"row": row, "files": files, "resumed_from": resumed}
+
+
+@contextmanager
+def _run_directory(task: Task):
+    """Where the run writes: its checkpoint folder (kept: a later run resumes there), else a
+    temporary folder."""
+    if task.checkpoint_dir is None:
+        from ..executor import task_directory
+
+        with task_directory("batsched-task-") as tmp:
+            yield tmp
+        return
+    Path(task.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+    yield task.checkpoint_dir
+
+
+def _simulate(task: Task, prefix: Path, progress):
+    """The task's run, from its latest snapshot when it has one: (result, scheduler, simulated date
+    resumed from or None)."""
+    from ..checkpointing import CheckpointPolicy, Checkpointer, differences, load_run, run_identity
+    from ..config.compose import build_scheduler
+    from ..runner import in_process, prepare
+    from ..snapshot_files import Snapshot, SnapshotError, snapshots_in
+
+    if task.checkpoint_dir is None or task.batsim != 4:  # (Batsim 5's kernel cannot pause: no snapshot)
+        from ..runner import simulate
+
+        scheduler = build_scheduler(task.settings)
+        return (simulate(task.inputs["platform"], task.inputs["workload"], scheduler, prefix=prefix, progress=progress,
+                         batsim=task.batsim)[0], scheduler, None)
+    directory = Path(task.checkpoint_dir) / "snapshots"
+    identity = run_identity(task.settings, task.inputs["platform"], [task.inputs["workload"]])
+    watch = Checkpointer(CheckpointPolicy(str(directory), task.checkpoint_every, task.checkpoint_every_wall, 2),
+                         lambda: identity)
+    for path in reversed(snapshots_in(directory)):
+        try:
+            snapshot = Snapshot.load(path)
+            if differences(snapshot.header.get("run") or {}, identity):
+                break  # another code: start again
+            sim = load_run(snapshot, task.inputs["platform"], [task.inputs["workload"]], progress=progress)
+        except (SnapshotError, OSError):
+            continue  # an older snapshot may do
+        watch = Checkpointer(watch.policy, lambda: identity, start=snapshot.sim_time)
+        return sim.resume(watch=watch), sim.scheduler.core.scheduler, snapshot.sim_time
+    shutil.rmtree(directory, ignore_errors=True)  # another run's snapshots and their frames
+    scheduler = build_scheduler(task.settings)
+    sim, core = prepare(task.inputs["platform"], [task.inputs["workload"]], scheduler, progress=progress)
+    return sim.run(in_process(core), prefix=str(prefix), watch=watch), scheduler, None
 
 
 MAX_ERROR_CHARS = 2000  # an error message is one line of results.csv: bounded

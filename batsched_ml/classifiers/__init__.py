@@ -37,7 +37,9 @@ Options (``-o key=value``), besides the wrapped scheduler's own:
   job of one of its feature categories completes, and at each retraining),
   ``speculative_backfill`` (``q``: a waiting large job with P(small) >= q runs for one divider in
   the cores a pass left free, killed then and requeued at its place), ``requeue_order`` (``original``: a killed false-small job
-  queues by its first submission). Measured in ``benchmarks/results/classification.md``.
+  queues by its first submission), ``kill_only_if_waiting`` (a job due for its kill at the
+  divider runs on when no job waits). Measured in ``benchmarks/results/classification.md`` and
+  ``validation.md``.
 """
 
 from __future__ import annotations

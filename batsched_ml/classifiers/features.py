@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 from sortedcontainers import SortedList
 
+from ..incremental import AppendOnlyList
+
 FEATURE_NAMES = (
     "requested_time", "processors",
     "hour", "day_of_week", "day_of_month", "month", "week", "quarter",
@@ -199,8 +201,9 @@ class FeatureTable:
     """Incremental category histories; ``features(job, divider)`` is O(log n).
 
     ``runtimes``: also keep a per-user category (every job of the user) and append
-    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: keep every added runtime in
-    order, so that :meth:`against` can recompute past rows' lags and shares.
+    ``RUNTIME_FEATURE_NAMES`` to each feature vector. ``track``: ``against`` may recompute
+    past rows' lags and shares. Every added runtime is kept in order with its category (the
+    table is their replay): a snapshot writes each addition once, and loading replays them.
     """
 
     def __init__(self, clock: CalendarClock, runtimes: bool = False, track: bool = False):
@@ -208,8 +211,30 @@ class FeatureTable:
         self.cats: dict = {}
         self.runtimes = runtimes
         self.track = track
-        self._added_cat: list = []  # category index of every added runtime, in order (track)
-        self._added_runtime: list = []
+        self._keys = AppendOnlyList()  # the categories' keys, by index
+        self._added_cat = AppendOnlyList()  # category index of every added runtime, in order
+        self._added_runtime = AppendOnlyList()
+
+    def __getstate__(self) -> dict:
+        """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories."""
+        state = dict(self.__dict__)
+        del state["cats"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """The categories rebuilt from the additions: each one's runtimes in the order added."""
+        self.__dict__.update(state)
+        self.cats = {key: _Category(index) for index, key in enumerate(self._keys)}
+        cat_of = np.asarray(self._added_cat, dtype=np.int64)
+        order = np.argsort(cat_of, kind="stable")
+        ends = np.cumsum(np.bincount(cat_of, minlength=len(self._keys))).tolist()
+        runtimes = [self._added_runtime[i] for i in order.tolist()]
+        start = 0
+        for cat, end in zip(self.cats.values(), ends):
+            added = runtimes[start:end]
+            cat.last.extend(added[-3:])
+            cat.sorted.update(added)
+            start = end
 
     def keys(self, job, day: int) -> tuple:
         user = job.data.get("user", -1)
@@ -286,12 +311,12 @@ class FeatureTable:
 
     def add(self, keys: tuple, runtime: float) -> None:
         """Record a completed job (``keys`` from its ``features`` call) with its actual runtime."""
-        for i, key in enumerate(keys):
+        for key in keys:
             cat = self.cats.get(key)
             if cat is None:
                 cat = self.cats[key] = _Category(len(self.cats))
+                self._keys.append(key)
             cat.last.append(runtime)
             cat.sorted.add(runtime)
-            if self.track and i < 3:
-                self._added_cat.append(cat.index)
-                self._added_runtime.append(runtime)
+            self._added_cat.append(cat.index)
+            self._added_runtime.append(runtime)

@@ -253,6 +253,19 @@ class RandomForestJobClassifier(JobClassifier):
     def _predict_proba(self, X):
         return self.model_.predict_proba(X)
 
+    def __getstate__(self) -> dict:
+        """Without the compiled trees (120,000 list items for 40 trees, rebuilt from ``model_`` on
+        loading): a snapshot pickles the forest once, as sklearn's arrays."""
+        state = dict(self.__dict__)
+        if state.get("model_") is not None:
+            state["compiled_"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.__dict__.get("model_") is not None and self.compiled_ is None:
+            self.compiled_ = _CompiledForest(self.model_.estimators_)
+
     def classify(self, job, x, divider) -> bool:
         constant = getattr(self, "constant_", 0)
         if constant is not None:

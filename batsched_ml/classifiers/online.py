@@ -16,6 +16,7 @@ from collections import Counter
 
 import numpy as np
 
+from ..incremental import Incremental, JournaledDict
 from ..stopwatch import Stopwatch
 from .features import FEATURE_NAMES, LAG_SHARE_SLICE, RUNTIME_FEATURE_NAMES, FeatureTable
 
@@ -31,15 +32,35 @@ def scores(tp: int, fp: int, tn: int, fn: int) -> dict:
             "recall": tp / (tp + fn) if tp + fn else None}
 
 
-class _GrowingArray:
+class _GrowingArray(Incremental):
     """Rows appended one at a time and read as one numpy array; a read converts only the rows
     added since the previous read, so a weekly retraining does not re-read the whole history
-    from Python lists."""
+    from Python lists. A snapshot writes each row once (``incremental``)."""
 
     def __init__(self, dtype=np.float64):
         self.dtype = dtype
         self._done = None
         self._new: list = []
+
+    def version(self) -> int:
+        return len(self)
+
+    def changes_since(self, version: int) -> np.ndarray:
+        done = 0 if self._done is None else len(self._done)
+        new = np.asarray(self._new[max(version - done, 0):], dtype=self.dtype)
+        return new if version >= done else np.concatenate([self._done[version:], new]) if len(new) \
+            else self._done[version:]
+
+    def incremental_state(self):
+        return self.dtype
+
+    @classmethod
+    def rebuilt(cls, pieces: list, dtype) -> "_GrowingArray":
+        out = cls(dtype)
+        pieces = [p for p in pieces if len(p)]
+        if pieces:
+            out._done = np.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+        return out
 
     def append(self, row) -> None:
         self._new.append(row)
@@ -114,7 +135,8 @@ class OnlineClassification:
         self.history = history
         self.divider_window = divider_window
         self.store_classes = store_classes
-        self.probabilities = {} if keep_probabilities else None  # job id -> P(small) at classification
+        # job id -> P(small) at classification
+        self.probabilities = JournaledDict() if keep_probabilities else None
         self.probability_on_jobs = probability_on_jobs  # each classified job gets job.info["p_small"]
         self.clock = None
         self.table = None
@@ -133,7 +155,7 @@ class OnlineClassification:
         self._week_runtimes: list = []  # completions of the current week (divider of the next)
         self._pending_history: list = []  # history="previous-weeks": completions not yet visible
         self._records: dict = {}  # original job id -> [x, keys, predicted_small, divider, week]
-        self._classes: dict = {}  # job id -> [predicted small, true small or None]
+        self._classes = JournaledDict()  # job id -> [predicted small, true small or None]
         self._latest: dict = {}  # job id -> class given by the last reclassify (while it waits)
         self._start_counts = Counter()  # TS / FS / TL / FL of the classes jobs started with
         self.reclassified = 0  # reclassify calls

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 
@@ -136,7 +137,11 @@ class ClassifyingScheduler(Scheduler):
     waiting behind the large queue; a true large one only used cores nothing else could);
     ``requeue_order``: where a killed false-small job queues among the large ones,
     ``resubmission`` (as the new Batsim job it is, submitted at the kill) or ``original`` (by
-    its first submission, as the same job moved from one queue to the other in Algorithm 2).
+    its first submission, as the same job moved from one queue to the other in Algorithm 2);
+    ``kill_only_if_waiting``: a job due for its kill at the divider (a false small, a probe, a
+    speculative start) runs on when no job waits at that moment: the kill frees cores for queued
+    jobs, and with none queued it only throws the attempt away (on an idle machine the requeued
+    job restarts at once, having lost a divider of work and of wait).
     """
 
     def __init__(self, scheduler, classifier, *, kill_false_small=False, period=WEEK, history="all",
@@ -144,13 +149,14 @@ class ClassifyingScheduler(Scheduler):
                  store_classes=True, feature_divider="current", label_divider="current", runtime_features=False,
                  class_starvation_threshold=None, order_by_probability="none", probability_head_start=None,
                  probe_after=None, requeue_order="resubmission", reclassify_waiting=False,
-                 speculative_backfill=None):
+                 speculative_backfill=None, kill_only_if_waiting=False):
         policy = getattr(scheduler, "policy", None)
         if not isinstance(policy, SmallFirst):
             raise ValueError("classification needs a scheduler whose queue order is SmallFirst(policy) "
                              "(batsched_ml.config.compose builds it so)")
         for name, value in (("kill_false_small", kill_false_small), ("store_classes", store_classes),
-                            ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting)):
+                            ("runtime_features", runtime_features), ("reclassify_waiting", reclassify_waiting),
+                            ("kill_only_if_waiting", kill_only_if_waiting)):
             if not isinstance(value, bool):
                 raise ValueError(f"{name} must be true or false, got {value!r}")
         threshold = positive(class_starvation_threshold, "class_starvation_threshold",
@@ -202,9 +208,12 @@ class ClassifyingScheduler(Scheduler):
         self._kills_pending: dict = {}
         self._probe_heap: list = []  # (probe_at, seq, job)
         self._first_submission: dict = {}  # original id -> submission time of a killed job
+        self.kill_only_if_waiting = kill_only_if_waiting
         self.kills = 0
+        self.kills_spared = 0  # due kills skipped because no job waited (kill_only_if_waiting)
         self.kill_races = 0  # kills answered without progress (the job had just completed)
         self.probes = 0
+        self._inherited = False  # a fork took over the snapshot's classification (fork_from)
 
     @property
     def divider(self):
@@ -243,7 +252,11 @@ class ClassifyingScheduler(Scheduler):
                 job.submission_time = first
             self.scheduler.on_job_submitted(job, ctx)
             return
-        small = self.learner.classify(job)
+        self._admit(job, ctx, self.learner.classify(job))
+
+    def _admit(self, job, ctx, small: bool) -> None:
+        """A first submission of class ``small``: queued by the scheduler, followed for kills,
+        speculation, re-classification and probes."""
         job.info["small"] = small
         self.scheduler.on_job_submitted(job, ctx)
         if job.state != QUEUED:
@@ -261,10 +274,57 @@ class ClassifyingScheduler(Scheduler):
                 probe_at = ctx.now + self.probe_after * self.divider * (1.0 - p) / p
                 heapq.heappush(self._probe_heap, (probe_at, job.seq, job))
 
+    # ----------------------------------------------------------------- forks
+    def components(self) -> dict:
+        return dict(self.scheduler.components(), classifier=self.classifier)
+
+    def _learning_settings(self) -> tuple:
+        """What makes two classifications learn the same thing from the same jobs."""
+        learner, classifier = self.learner, self.classifier
+        params = classifier.get_params() if hasattr(classifier, "get_params") else None
+        return (type(classifier), params, learner.period, learner.history, learner.divider_window,
+                learner.feature_divider, learner.label_divider, learner.runtime_features, self._clock_options)
+
+    def fork_from(self, previous) -> dict:
+        """The wrapped scheduler's components take over as theirs do; the classification takes over the
+        snapshot's (its classifier, divider, training rows and per-user history, and the classes of
+        the jobs it classified) when the snapshot's run classified with the same classifier and
+        learning settings; otherwise it starts fresh (every job large for its first period)."""
+        classifying = isinstance(previous, ClassifyingScheduler)
+        out = self.scheduler.fork_from(previous.scheduler if classifying else previous)
+        if classifying and previous._learning_settings() == self._learning_settings():
+            self.learner = copy.deepcopy(previous.learner)
+            self.classifier = self.learner.classifier
+            self._retrainings_seen = self.learner.week_index
+            self._inherited = True
+            out["classifier"] = (f"the snapshot's classification (period {self.learner.week_index}'s model and "
+                                 f"divider, its training rows and per-user history, the classes given)")
+        return out
+
+    def on_job_adopted(self, job, ctx) -> None:
+        """A fork's job: a running one is followed for its kill at the divider when the classes
+        were taken over; a queued first submission keeps the class it was given when they were,
+        else is classified now (as a submission)."""
+        self._tick(ctx.now)
+        if job.state == RUNNING:
+            self.scheduler.on_job_adopted(job, ctx)
+            kill_at = job.info.get("kill_at")
+            small = job.info.get("small") or job.info.get("speculative")
+            if self._inherited and self.kill_false_small and kill_at is not None and small and job.attempt == 0:
+                self._killable[job.id] = job
+                heapq.heappush(self._kill_heap, (kill_at, job.seq, job))
+                ctx.call_me_later(kill_at)
+            return
+        if job.attempt == 0 and self._inherited and "small" in job.info:
+            self._admit(job, ctx, bool(job.info["small"]))
+        else:
+            self.on_job_submitted(job, ctx)
+
     def on_job_completed(self, job, ctx) -> None:
         self._tick(ctx.now)
         self.scheduler.on_job_completed(job, ctx)
         self._killable.pop(job.id, None)
+        self._may_speculate.pop(job.id, None)  # (no longer queued: kept, it would stay to the run's end)
         if job.final_state == KILLED and job.id in self._kills_pending:
             return  # our kill: the requeued attempt will bring the real runtime
         # The actual runtime (the profile's, as in the trace) rather than the observed one, which
@@ -313,6 +373,9 @@ class ClassifyingScheduler(Scheduler):
             _, _, job = heapq.heappop(heap)
             if job.state == RUNNING and job.id in self._killable:
                 del self._killable[job.id]
+                if self.kill_only_if_waiting and not self.scheduler.queue:
+                    self.kills_spared += 1
+                    continue
                 self._kills_pending[job.id] = job
                 ctx.kill(job)
 
@@ -452,6 +515,8 @@ class ClassifyingScheduler(Scheduler):
             cls[key] = learned.pop(key)
         cls["kills"] = self.kills
         cls["kill_races"] = self.kill_races
+        if self.kill_only_if_waiting:
+            cls["kills_spared"] = self.kills_spared
         if self.probe_after is not None:
             cls["probes"] = self.probes
         if self.speculative_backfill is not None:

@@ -4,7 +4,7 @@
 :func:`main`, which runs one command and turns user errors and interrupts into one line and an
 exit code."""
 
-from .commands import run_config
+from .runs import run_config
 from .parser import DefaultsHelpFormatter, OneLineErrorParser, build_parser
 from .process import NOTHING_STARTED, main
 

@@ -7,20 +7,7 @@ import json
 import sys
 
 from .. import interrupts
-from ..config import validate as check
-
-
-def run_config(args):
-    """The run configuration the flags describe, validated against the plugins (``config.resolve``)."""
-    from ..config.declare import RunConfig
-    from ..config.resolve import resolve
-
-    if hasattr(args, "export"):  # plot, campaign and learn-policy take -o OUTPUT: in simulate that is -e
-        for item in args.option or []:
-            if "=" not in item:
-                raise check.ValidationError(f"-o expects KEY=VALUE (a plugin option), got {item!r}; to set "
-                                            f"the output prefix use -e/--export, e.g. -e {item}")
-    return resolve(RunConfig.from_args(args))
+from .runs import run_config
 
 
 def cmd_convert(args) -> int:
@@ -46,50 +33,52 @@ def _stop_status(exc) -> str:
 
 def cmd_simulate(args) -> int:
     from ..analysis import compute_metrics, format_metrics
-    from ..config.compose import build_scheduler
     from ..progress import ProgressReporter
-    from ..run_outputs import (COMPLETE, complete_report, mark_run, rejection_summary, run_description_path,
-                              write_connected_description, write_job_details, write_run_description)
-    from ..runner import simulate
+    from ..run_outputs import (COMPLETE, PAUSED, WINDOW, complete_report, mark_run, rejection_summary,
+                               run_description_path, write_connected_description, write_job_details)
     from ..simulator.lines import line_of
+    from .runs import plan, require_inputs
 
     _warn_deprecated_dynamic_jobs(args)
     line = line_of(getattr(args, "batsim", 4))
-    if getattr(args, "export", None) is None:
+    if getattr(args, "export", None) is None and not getattr(args, "resume", None):  # (a resumed run: its own)
         args.export = DEFAULT_EXPORT[line.major]
     if line.major == 5:
         _check_batsim5_flags(args)
     if args.connect:
         _refuse_scheduler_flags(args)
-    else:
-        config = run_config(args)
-        scheduler = build_scheduler(config)
+        require_inputs(args)
     details, rejected = {}, []
     progress = ProgressReporter.for_cli(getattr(args, "quiet", False))
-
+    run = None
     separator = line.file_separator
-
-    def describe_run():  # once the inputs are read and the CSVs open: never left alone
-        details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
-        if args.connect:
-            write_connected_description(args.connect, args.export, args.platform, args.workload,
-                                        bool(args.dynamic_jobs), line.name, separator)
-        else:
-            write_run_description(config, args.export, args.platform, args.workload, line.name, separator)
-
     try:
         if args.connect:
             from ..server.peer import simulate_connected
 
-            result = simulate_connected(args, progress=progress, on_start=describe_run)
+            def describe_connected():
+                details["run"] = run_description_path(args.export, separator)  # marked below, however we stop
+                write_connected_description(args.connect, args.export, args.platform, args.workload,
+                                            bool(args.dynamic_jobs), line.name, separator)
+
+            result = simulate_connected(args, progress=progress, on_start=describe_connected)
             report = {}
         else:
-            result, core = simulate(args.platform, args.workload, scheduler, prefix=args.export,
-                                    progress=progress, dynamic_jobs=args.dynamic_jobs, on_start=describe_run,
-                                    batsim=line)
-            report = scheduler.report()
-            details.update(write_job_details(scheduler, args.export, separator))
-            rejected = core.rejected
+            run = plan(args, progress, line)
+
+            def describe_run():  # once the inputs are read and the CSVs open: never left alone
+                details["run"] = run_description_path(run.prefix, separator)  # marked below, however we stop
+                _describe_run(run, line)
+
+            with run.watching():
+                result = run.start(describe_run)
+            if result is None:  # --stop-at (paused, its snapshot written) or a fork's window over
+                partial = run.sim.close()
+                mark_run(details["run"], PAUSED if run.window_end is None else WINDOW, partial)
+                return _paused(run, partial)
+            report = run.scheduler.report()
+            details.update(write_job_details(run.scheduler, run.prefix, separator))
+            rejected = run.core.rejected
         mark_run(details["run"], COMPLETE)
     except BaseException as exc:
         if "run" in details:
@@ -104,6 +93,11 @@ def cmd_simulate(args) -> int:
             print(f"batsched-ml: {interrupts.what_stopped(exc)} before the simulation started: nothing was "
                   "written", file=sys.stderr)
             return interrupts.exit_code(exc)
+        snapshot = getattr(exc, "snapshot", None)
+        partial = getattr(exc, "partial_outputs", None)
+        if snapshot is not None and partial is not None:
+            interrupts.note_kept(exc, f"{partial.describe()}; snapshot {snapshot}; resume with: "
+                                 f"batsched-ml simulate --resume {snapshot}")
         return interrupts.report(exc)
     finally:
         progress.close()
@@ -137,13 +131,44 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _describe_run(run, line) -> None:
+    """Write PREFIX_run.json of ``run`` (a ``runs.PlannedRun``): its configuration and inputs as
+    typed, the Batsim line, and how it started (resumed from a snapshot, forked)."""
+    from ..run_outputs import record_resumption, run_description_path, write_run_description
+
+    path = run_description_path(run.prefix, line.file_separator)
+    previous = record_resumption(path) if run.resumed else []
+    write_run_description(run.config, run.prefix, run.platform, run.workloads, line.name, line.file_separator,
+                          extra=dict(run.description, **({"resumed": previous + [run.description["resumed"]]}
+                                                          if run.resumed else {})))
+
+
+def _paused(run, partial) -> int:
+    """``--stop-at``: the outputs as far as known, and the snapshot that continues the run; a fork's
+    window: the outputs hold its jobs."""
+    if run.window_end is not None:
+        print(f"batsched-ml: fork window over (every job submitted before simulated time {run.window_end:.0f} s "
+              f"ended): {partial.describe()}", file=sys.stderr)
+        return 0
+    snapshot = run.watch.written[-1] if run.watch.written else None
+    print(f"batsched-ml: paused (--stop-at): {partial.describe()}; snapshot {snapshot}; resume with: "
+          f"batsched-ml simulate --resume {snapshot}", file=sys.stderr)
+    return 0
+
+
 DEFAULT_EXPORT = {4: "out/out", 5: "out/"}  # -e's default: ours for 4.2.1 (out/out_jobs.csv), rc2's for 5
 
 
 def _refuse_scheduler_flags(args) -> None:
     """With ``--connect`` the scheduler is the external one: a scheduler flag would be ignored."""
     from ..config.declare import settings
+    from .runs import CHECKPOINT_FLAGS
 
+    for name in CHECKPOINT_FLAGS:
+        if getattr(args, name, None) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} needs the scheduler in this process: with --connect the "
+                             f"scheduler's state is in another process (at {args.connect}), which no snapshot "
+                             "holds")
     for name, spec in settings().items():
         if getattr(args, name, None) not in (None, False):
             raise ValueError(f"{spec.flag} configures the in-process scheduler; with --connect the scheduler is "

@@ -20,6 +20,34 @@ def _scheduler_arguments(parser: argparse.ArgumentParser) -> None:
     add_arguments(parser.add_argument_group("scheduler"))
 
 
+def _checkpoint_arguments(group) -> None:
+    """``simulate``'s snapshot flags: checkpoints, pausing, resuming and forking a run."""
+    sim_time = check.duration_arg("--checkpoint-every", "simulated time between two snapshots")
+    group.add_argument("--checkpoint-every", type=sim_time, default=None, metavar="DURATION",
+                       help="write a snapshot every DURATION of simulated time (e.g. 7d, 12h, 3600); by "
+                       "default only when SIGINT / SIGTERM stops the run")
+    group.add_argument("--checkpoint-every-wall", type=check.duration_arg("--checkpoint-every-wall",
+                                                                          "wall-clock time between two snapshots"),
+                       default=None, metavar="DURATION", help="write a snapshot every DURATION of wall-clock time "
+                       "(e.g. 10min)")
+    group.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                       help="folder of the snapshots (default: PREFIX_checkpoints beside the outputs)")
+    group.add_argument("--checkpoint-keep", type=arg(check.positive_int, "--checkpoint-keep", integer=True),
+                       default=None, metavar="K", help="keep the K latest snapshots (default 3)")
+    group.add_argument("--stop-at", type=check.duration_arg("--stop-at", "simulated date to pause at", zero=True),
+                       default=None, metavar="TIME", help="pause at simulated date TIME (e.g. 300d): a snapshot "
+                       "is written there and the outputs hold the jobs ended so far")
+    group.add_argument("--resume", default=None, metavar="SNAPSHOT",
+                       help="continue the run of SNAPSHOT where it stopped: outputs byte-identical to the run "
+                       "never interrupted (refused if its inputs, configuration or batsched-ml changed)")
+    group.add_argument("--fork", default=None, metavar="SNAPSHOT",
+                       help="start a new run from SNAPSHOT's system state (time, running and queued jobs, jobs "
+                       "to come) under the scheduler flags given")
+    group.add_argument("--fork-window", type=check.duration_arg("--fork-window", "simulated time a fork runs"),
+                       default=None, metavar="DURATION", help="with --fork: stop once every job waiting at the "
+                       "snapshot or submitted within DURATION after it has ended (e.g. 7d)")
+
+
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Shows each option's default, unless its help already names one or there is none to show."""
 
@@ -101,11 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("simulate", help="run a scheduler in the embedded Batsim-faithful simulator")
-    p.add_argument("-p", "--platform", required=True, help="SimGrid platform XML")
-    p.add_argument("-w", "--workload", required=True, action="append", help="Batsim workload (repeatable)")
+    p.add_argument("-p", "--platform", default=None, help="SimGrid platform XML (required, but with --resume / "
+                   "--fork, whose snapshot names it)")
+    p.add_argument("-w", "--workload", default=None, action="append",
+                   help="Batsim workload (repeatable; required, but with --resume / --fork)")
     p.add_argument("-e", "--export", default=None,
                    help="output prefix, as Batsim takes it: Batsim 4.2.1 writes PREFIX_jobs.csv (default out/out), "
-                   "Batsim 5 PREFIXjobs.csv (default out/, as rc2)")
+                   "Batsim 5 PREFIXjobs.csv (default out/, as rc2); with --resume, the run's own")
     p.add_argument("--batsim", type=int, choices=(4, 5), default=4,
                    help="the Batsim line to behave like: 4 (4.2.1, the default until Batsim 5.0 is final) or 5 "
                    "(5.0.0-rc2: its timing, its workloads (DelayProfile; a 4.2.1 workload is read as its Batsim 5 "
@@ -126,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "on only when the scheduler requeues jobs")
     p.add_argument("--no-dynamic-jobs", dest="dynamic_jobs", action="store_const", const=False,
                    help=argparse.SUPPRESS)  # deprecated: dynamic jobs are off by default since Batsim's flag
+    _checkpoint_arguments(p.add_argument_group("checkpoints (snapshots of the whole run: docs/snapshots.md)"))
     _scheduler_arguments(p)
     p.set_defaults(func=cmd_simulate)
 

@@ -16,6 +16,7 @@ would pay at start-up even when no component learns anything.
 
 from __future__ import annotations
 
+import copy
 import inspect
 
 __all__ = ["Params"]
@@ -49,6 +50,25 @@ class Params:
         """Raise a ``ValidationError`` (one line naming the parameter) for a value out of range.
 
         Override it; the default accepts everything."""
+
+    def fork_from(self, previous) -> str | None:
+        """A run forks from a snapshot (``simulate --fork``): ``previous`` is the snapshot's component
+        of the same kind. Take over what it learned and say what, in a few words; None: start
+        fresh. By default the learned state (attributes ending in ``_``) is copied when
+        ``previous`` is of the same class with the same parameters -- a model learned under other
+        settings is not this one's -- and nothing otherwise. Override it to take over more (from
+        another class) or less (return None)."""
+        if type(previous) is not type(self) or previous.get_params() != self.get_params():
+            return None
+        learned = previous.learned_state()
+        if not learned:
+            return None
+        self.__dict__.update(copy.deepcopy(learned))
+        return f"the snapshot's learned state ({', '.join(sorted(learned))})"
+
+    def learned_state(self) -> dict:
+        """The learned attributes (scikit-learn's convention: names ending in ``_``) and their values."""
+        return {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
 
     def __getattr__(self, name: str):
         # only called for a missing attribute: a learned one before learning started

@@ -73,7 +73,8 @@ SINGULAR = {"schedulers": "scheduler", "policies": "policy", "predictors": "pred
 
 # The plugin API (``batsched_ml.api``) this package provides: a plugin class may require a version
 # with ``api_version = "1.0"`` (same major, minor at most ours); see docs/api.md for what each covers.
-API_VERSION = "1.1"  # 1.1: Policy.order and Policy.on_simulation_begins (optional hooks)
+API_VERSION = "1.2"  # 1.1: Policy.order and Policy.on_simulation_begins (optional hooks); 1.2: forks
+# (Scheduler.on_job_adopted, components, fork_from; Params.fork_from, learned_state)
 
 
 class PluginError(LookupError):

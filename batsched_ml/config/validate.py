@@ -125,6 +125,39 @@ def timeout(value, name: str = "timeout") -> float | None:
     return positive(value, name, "seconds; leave it out to wait forever", allow_none=True)
 
 
+UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def duration(text, name: str, meaning: str = "", zero: bool = False) -> float:
+    """A duration in seconds from ``90``, ``90s``, ``10min``, ``12h``, ``7d`` or ``2w`` (> 0, or >= 0
+    with ``zero``)."""
+    raw = str(text).strip()
+    number, unit = raw, "s"
+    for suffix in sorted(UNITS, key=len, reverse=True):
+        if raw.endswith(suffix):
+            number, unit = raw[:-len(suffix)], suffix
+            break
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValidationError(f"{name} expects a duration such as 3600, 90s, 10min, 12h, 7d or 2w, got "
+                              f"{text!r}") from None
+    return (non_negative if zero else positive)(value * UNITS[unit], name, meaning)
+
+
+def duration_arg(name: str, meaning: str = "", zero: bool = False):
+    """An argparse ``type=`` callable for ``duration``."""
+
+    def parse(text: str) -> float:
+        try:
+            return duration(text, name, meaning, zero)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace(f"{name} ", "", 1)) from None
+
+    parse.__name__ = name
+    return parse
+
+
 # ------------------------------------------------------------------ argparse
 def arg(check, name: str, *args, integer: bool = False):
     """An argparse ``type=`` callable: parse the string (int when ``integer``), then ``check`` it.

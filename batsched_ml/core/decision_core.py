@@ -9,10 +9,13 @@ other side.
 
 from __future__ import annotations
 
+import dataclasses
+
+from ..incremental import JournaledDict
 from ..protocol import events as ev
 from ..protocol.codec import ProtocolViolation, parse_alloc
 from ..protocol.coreset import format_mask
-from .job import FINISHED, RUNNING, Job
+from .job import FINISHED, QUEUED, RUNNING, Job
 from .machine import Machine
 from .scheduler import CALL_MARGIN, Context, Scheduler, SchedulingError
 
@@ -29,7 +32,7 @@ class DecisionCore:
         self.running: dict[str, Job] = {}
         self.kills_pending: set = set()
         self.calls_pending: set = set()
-        self.profiles: dict = {}
+        self.profiles: dict = {}  # workload -> JournaledDict of its profiles (snapshots write each once)
         self.workloads: dict = {}  # name -> workload file path, from SIMULATION_BEGINS
         self.rejected: list = []
         self.dynamic_jobs_enabled = False
@@ -39,6 +42,7 @@ class DecisionCore:
         self.last_now = None  # ``now`` of the previous message: time never goes back
         self._seq = 0
         self._ctx = Context(self)
+        self._carried: list = []  # decisions taken while taking over a system state (take_over)
 
     # ----------------------------------------------------------------- jobs
     def new_job(self, job_id: str, data: dict, now: float) -> Job:
@@ -74,14 +78,14 @@ class DecisionCore:
         self._check_order(now, events)
         ctx = self._ctx
         ctx.now = now
-        ctx.decisions = []
+        ctx.decisions, self._carried = self._carried, []
         ctx._calls = set()
         sched = self.scheduler
         for index, event in enumerate(events):
             kind = type(event)
             if kind is ev.JobSubmitted:
                 if event.profile is not None:
-                    self.profiles.setdefault(event.job_id.partition("!")[0], {})[event.job["profile"]] = event.profile
+                    self.profiles.setdefault(event.job_id.partition("!")[0], JournaledDict())[event.job["profile"]] = event.profile
                 job = self.new_job(event.job_id, event.job, event.timestamp)
                 sched.on_job_submitted(job, ctx)
             elif kind is ev.JobCompleted:
@@ -176,7 +180,7 @@ class DecisionCore:
     def _begin(self, event: ev.SimulationBegins, ctx: Context) -> None:
         self.machine = Machine(event.nb_compute_resources)
         self.workloads = dict(event.workloads)
-        self.profiles = {w: dict(p) for w, p in event.profiles.items()}
+        self.profiles = {w: JournaledDict(p) for w, p in event.profiles.items()}
         self.dynamic_jobs_enabled = event.dynamic_jobs_enabled
         if self.scheduler.may_requeue and not self.dynamic_jobs_enabled:
             raise SchedulingError(
@@ -204,9 +208,61 @@ class DecisionCore:
         self.scheduler.on_job_completed(job, ctx)
         job.alloc = 0  # its cores are free: an ended job keeping a bitmask would cost O(machine) each
 
+    # --------------------------------------------------------------- forks
+    def take_over(self, previous: "DecisionCore", dynamic_jobs: bool | None = None) -> dict:
+        """Start from the system state ``previous`` (another core, whose scheduler is set aside)
+        had reached: its machine, its jobs -- ended ones as they ended, running ones on their
+        cores, queued ones in their order -- and the kills and calls it awaits; this core's
+        scheduler begins at that date, takes over what its components can from the previous
+        scheduler's (``Scheduler.fork_from``; returned) and is handed the running jobs then the
+        queued ones (``on_job_adopted``). The decisions it takes meanwhile (a rejection) go with
+        its next reply. ``dynamic_jobs``: whether the run has dynamic jobs from now on (default:
+        as before; a fork into a requeueing scheduler turns them on)."""
+        if previous.machine is None:  # the run had not begun: SIMULATION_BEGINS will come
+            return {}
+        now = previous.last_now
+        ctx = self._ctx
+        ctx.now, ctx.decisions, ctx._calls = now, [], set()
+        self.machine = Machine(previous.machine.nb_cores)
+        self.workloads = dict(previous.workloads)
+        self.profiles = {w: JournaledDict(p) for w, p in previous.profiles.items()}
+        self.dynamic_jobs_enabled = previous.dynamic_jobs_enabled if dynamic_jobs is None else dynamic_jobs
+        self.registration_done = previous.registration_done and not self.scheduler.may_requeue
+        self.static_submission_over = previous.static_submission_over
+        self.last_now = now
+        self.kills_pending = set(previous.kills_pending)
+        self.calls_pending = set(previous.calls_pending)
+        self.rejected = list(previous.rejected)
+        self._seq = previous._seq
+        if self.scheduler.may_requeue and not self.dynamic_jobs_enabled:
+            raise SchedulingError(f"scheduler {self.scheduler.name!r} kills and requeues jobs, which needs dynamic "
+                                  "jobs: the snapshot's run had them off")
+        self.scheduler.on_simulation_begins(self.machine.nb_cores, ctx)
+        inherited = self.scheduler.fork_from(previous.scheduler)
+        for job in previous.jobs.values():
+            self.jobs[job.id] = _copy_of(job)
+        running = sorted((j for j in self.jobs.values() if j.state == RUNNING), key=lambda j: (j.start_time, j.seq))
+        for job in running:
+            self.machine.allocate(job.alloc)
+            self.running[job.id] = job
+            self.scheduler.on_job_adopted(job, ctx)
+        for job in [j for j in self.jobs.values() if j.state == QUEUED]:
+            self.scheduler.on_job_adopted(job, ctx)
+        self._carried = ctx.decisions
+        return inherited
+
     # --------------------------------------------------------------- queries
     def running_jobs(self) -> list:
         return [j for j in self.jobs.values() if j.state == RUNNING]
+
+
+def _copy_of(job: Job) -> Job:
+    """A fresh Job of a forked run: the previous one's fields, its estimate back to the walltime (the
+    new estimator sets its own) and its scratch space copied (a classifier's class, a requeue's base
+    profile: what a component of the same kind may take over)."""
+    copy = dataclasses.replace(job, info=dict(job.info))
+    copy.estimate = job.walltime if job.walltime > 0 else float("inf")
+    return copy
 
 
 def _still_running(running: dict) -> str:

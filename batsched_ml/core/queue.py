@@ -15,6 +15,7 @@ the jobs before it that do not (``minindex``).
 from __future__ import annotations
 
 import heapq
+from functools import partial
 from operator import itemgetter
 
 from sortedcontainers import SortedDict, SortedList
@@ -22,6 +23,11 @@ from sortedcontainers import SortedDict, SortedList
 from .minindex import MinIndex
 
 INF = float("inf")
+
+
+def _static_key(key, job) -> tuple:
+    """A static order's index entry for ``job`` (a module function, not a closure: queues pickle)."""
+    return key(job, 0.0), job.seq
 
 
 class JobQueue:
@@ -49,8 +55,7 @@ class JobQueue:
             self._nb_arrived = 0
             self._indexes["arrival"] = (self._arrival_no.__getitem__, {})
         if backfill_policy is not None and not backfill_policy.dynamic:
-            key = backfill_policy.key
-            self._indexes[backfill_policy.name] = (lambda job: (key(job, 0.0), job.seq), {})
+            self._indexes[backfill_policy.name] = (partial(_static_key, backfill_policy.key), {})
 
     @property
     def static(self) -> bool:

@@ -209,3 +209,39 @@ class Scheduler:
         """Per-job tables too big for a summary: ``{name: (columns, rows)}``; the CLI writes
         each to ``PREFIX_<name>.csv`` (e.g. ``classes``, ``predictions``)."""
         return {}
+
+    # ---------------------------------------------------------------- forks (API 1.2)
+    def components(self) -> dict:
+        """This scheduler's policy and learning components by kind (``policy``, ``predictor``,
+        ``correction``, ``classifier``, ``distribution``): what a fork matches with the snapshot's."""
+        return {}
+
+    def fork_from(self, previous: "Scheduler") -> dict:
+        """A run forks from a snapshot (``simulate --fork``) into this scheduler; ``previous`` is the
+        snapshot's scheduler. Called once the simulation has begun for this one and before the
+        run's jobs are handed over (``on_job_adopted``). Each component takes over what it can
+        from the snapshot's component of the same kind (its ``fork_from``, see ``Params``);
+        returns ``{kind: what it took over}``, a kind left out starting fresh."""
+        out = {}
+        theirs = previous.components()
+        for kind, component in self.components().items():
+            take = getattr(component, "fork_from", None)
+            if take is not None and theirs.get(kind) is not None:
+                text = take(theirs[kind])
+                if text:
+                    out[kind] = text
+        return out
+
+    def on_job_adopted(self, job: Job, ctx: Context) -> None:
+        """A fork hands over a job the run already holds, with its fields as they are: queued
+        (``job.state == QUEUED``, submitted at ``job.submission_time``), or running on
+        ``job.alloc`` since ``job.start_time`` (the machine already counts its cores; no decision
+        is taken for it). Queued jobs come after the running ones, in arrival order. By default a
+        queued job is submitted (``on_job_submitted``) and a running one refused: a scheduler
+        that plans around running jobs says how it takes one over."""
+        if job.state == QUEUED:
+            self.on_job_submitted(job, ctx)
+            return
+        raise SchedulingError(f"scheduler {self.name!r} cannot take over a running job ({job.id}): it does not "
+                              "implement on_job_adopted (see the plugin API), so it cannot start from a snapshot "
+                              "with jobs running")

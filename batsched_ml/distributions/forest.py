@@ -17,6 +17,7 @@ from ..classifiers.features import CalendarClock, FeatureTable, parse_zone_optio
 from ..classifiers.models import leaf_of, tree_lists
 from ..classifiers.scheduler import WEEK
 from ..config.validate import finite, positive, positive_int
+from ..incremental import AppendOnlyList
 from ..stopwatch import Stopwatch
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
@@ -77,7 +78,9 @@ class ForestDistribution(RuntimeDistribution):
         self.trainings_ = 0
         self.training_ = Stopwatch()
         self._pending = {}  # job id -> (features, category keys, submission rank)
-        self._X, self._y, self._order, self._week_runtimes = [], [], [], []
+        # training rows (a snapshot writes each once)
+        self._X, self._y, self._order = AppendOnlyList(), AppendOnlyList(), AppendOnlyList()
+        self._week_runtimes = []
         return self
 
     def begin(self, workloads=None, options=None) -> None:

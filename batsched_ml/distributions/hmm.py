@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from ..config.validate import ValidationError, non_negative, positive, positive_int
+from ..incremental import JournaledDict
 from .base import RuntimeDistribution
 from .bins import DEFAULT_FACTOR, DEFAULT_MAX_RUNTIME
 
@@ -66,7 +67,9 @@ class HMMDistribution(RuntimeDistribution):
 
     def reset(self):
         super().reset()
-        self.counts_ = {}  # submission slice -> histogram of the completed jobs' runtime bins
+        # submission slice -> histogram of the completed jobs' runtime bins (journaled: a snapshot
+        # writes the slices that changed since the previous one)
+        self.counts_ = JournaledDict()
         self.pooled_ = np.zeros(self.n_bins)
         self.first_ = None  # first submission time seen
         self.next_check_ = None
@@ -89,6 +92,8 @@ class HMMDistribution(RuntimeDistribution):
         row = self.counts_.get(s)
         if row is None:
             row = self.counts_[s] = np.zeros(self.n_bins)
+        else:
+            self.counts_.touch(s)
         row[b] += 1
         self._emissions.pop(s, None)
         self.pooled_[b] += 1
@@ -152,6 +157,17 @@ class HMMDistribution(RuntimeDistribution):
         self._alphas = []
         self._dirty = None
         self._emissions = {}
+
+    def __getstate__(self) -> dict:
+        """Without the slices' likelihoods: a cache, recomputed as needed (a snapshot stays small)."""
+        state = dict(self.__dict__)
+        state.pop("_emissions", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "counts_" in state:
+            self._emissions = {}
 
     # ----------------------------------------------------------- filtering
     def _step(self, prior: np.ndarray, s: int) -> np.ndarray:

@@ -100,6 +100,16 @@ class ExpressionPolicy(Policy):
         return (self.value(job.estimate, job.res, job.subtime, now - job.submission_time),
                 job.submission_time, job.id)
 
+    def __getstate__(self) -> dict:
+        """Pickled by its formula: the compiled closures are built again when loaded (snapshots)."""
+        state = dict(self.__dict__)
+        del state["_fn"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._fn, _ = compile_expression(self.expression)
+
     def __repr__(self) -> str:
         return f"ExpressionPolicy({self.expression!r})"
 

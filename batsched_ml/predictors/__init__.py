@@ -47,6 +47,7 @@ import math
 import numpy as np
 
 from ..core.decision_core import CALL_STAMP_TOLERANCE
+from ..incremental import AppendOnlyList
 from .base import Correction, RuntimePredictor
 from .eloss import asymmetric_loss, job_weight
 
@@ -79,8 +80,8 @@ class Estimator:
         self._running: dict = {}
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
-        self._records: list = []  # (prediction, actual, cores)
-        self._record_ids: list = []  # (job id, corrections) of each record
+        self._records = AppendOnlyList()  # (prediction, actual, cores); a snapshot writes each once
+        self._record_ids = AppendOnlyList()  # (job id, corrections) of each record
         self._due: list = []
         self._calls: list = []
         self._seq = 0
@@ -99,8 +100,8 @@ class Estimator:
         self._seq = 0
         self.nb_corrections = 0
         self.nb_corrected_jobs = 0
-        self._records = []
-        self._record_ids = []
+        self._records = AppendOnlyList()
+        self._record_ids = AppendOnlyList()
 
     def on_submission(self, job, ctx) -> None:
         prediction = float(self.predictor.predict(job, ctx.now))

@@ -40,6 +40,8 @@ environment runs the very code ``simulate`` runs. ``greenlet`` is a small, long-
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import gymnasium as gym
@@ -59,6 +61,15 @@ from .reward import Reward
 __all__ = ["SchedulingEnv", "ENV_ID", "SIMULATORS"]
 
 SIMULATORS = ("lean", "full")
+SNAPSHOT_HORIZON = 7 * 86400.0  # seconds of submissions an episode from a snapshot covers
+
+
+@dataclass
+class _Paused:
+    """The end of an episode from a snapshot: its jobs have ended (the run itself goes on)."""
+
+    end_time: float
+    jobs_csv: str | None
 
 
 class SchedulingEnv(gym.Env):
@@ -79,6 +90,12 @@ class SchedulingEnv(gym.Env):
 
     ``reset(options={"start": i})`` runs the sequence starting at job ``i`` of the trace
     (evaluation on fixed sequences); otherwise starts are drawn from the seeded ``np_random``.
+
+    ``reset(options={"snapshot": S, "horizon": seconds})`` starts the episode from a snapshot of a
+    real run instead (``simulate --stop-at`` / ``--checkpoint-every``; ``S`` a file or a list of
+    files, one drawn per episode): the agent takes over the machine and the queue as they were
+    (``forking.fork``) and the episode lasts until every job submitted within ``horizon`` (default
+    one week) after the snapshot has ended; its jobs are those that had not started at the snapshot.
     """
 
     metadata = {"render_modes": []}
@@ -116,11 +133,15 @@ class SchedulingEnv(gym.Env):
         self._steps = 0
         self._start = None
         self._carry = 0.0
+        self._episode_jobs = None  # ids of a snapshot episode's jobs (None: a sequence of the trace)
+        self._scratch = None  # a snapshot episode's outputs when output_prefix is None
 
     # ------------------------------------------------------------- Gymnasium
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         self._stop()
+        if (options or {}).get("snapshot") is not None:
+            return self._reset_from_snapshot(options["snapshot"], float(options.get("horizon", SNAPSHOT_HORIZON)))
         fixed = (options or {}).get("start")
         for _ in range(1 if fixed is not None else self.MAX_RESAMPLES):
             start = int(fixed) if fixed is not None else self.sequences.sample_start(self.np_random)
@@ -183,6 +204,50 @@ class SchedulingEnv(gym.Env):
 
     def close(self) -> None:
         self._stop()
+
+    # --------------------------------------------------------------- episodes from snapshots
+    def _reset_from_snapshot(self, snapshots, horizon: float):
+        """An episode from a snapshot of a real run (see the class docstring)."""
+        from ..checkpointing import load_run, recorded_inputs
+        from ..forking import fork
+        from ..snapshot_files import Snapshot
+
+        if isinstance(snapshots, (list, tuple)):
+            snapshots = snapshots[int(self.np_random.integers(len(snapshots)))]
+        snapshot = snapshots if isinstance(snapshots, Snapshot) else Snapshot.load(snapshots)
+        platform, workloads = recorded_inputs(snapshot.header)
+        self._episode += 1
+        self._start, self._steps, self._lean = f"snapshot at {snapshot.sim_time:.0f} s", 0, None
+        self._scratch = tempfile.TemporaryDirectory(prefix="batsched-rl-")
+        prefix = (f"{self.output_prefix}-{self._episode}" if self.output_prefix is not None
+                  else str(Path(self._scratch.name) / "episode"))
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+        sim = load_run(snapshot, platform, workloads, prefix=prefix)
+        scheduler = agent_scheduler(self._choose, self.backfill, self.window,
+                                    _estimator(self.predictor) if self.predictor else None)
+        self._queue = scheduler.queue
+        core, _ = fork(sim, scheduler)
+        at = sim.now
+        self._episode_jobs = {j.id for j in core.jobs.values() if j.start_time < 0 and j.state == "QUEUED"}
+        self._episode_jobs |= {j.id for j in sim.jobs.values()
+                               if j.state == "NOT_SUBMITTED" and j.subtime < snapshot.sim_time + horizon}
+        self.reward_fn.reset(len(self._episode_jobs))
+        self._run = greenlet(self._simulate_from)
+        event = self._run.switch(sim, snapshot.sim_time + horizon, at)
+        if event[0] != "decision":
+            raise ValueError(f"the snapshot at {snapshot.sim_time:.0f} s leaves no decision within {horizon:g} s")
+        obs, self._carry, _, _, info = self._outcome(event)
+        return obs, info
+
+    def _simulate_from(self, sim, end: float, at: float):
+        """A snapshot's episode, in its greenlet: the run until its jobs have ended."""
+        from ..forking import run_window
+
+        result = run_window(sim, end)
+        if result is None:
+            sim.close()
+            result = _Paused(sim.now, None)
+        return ("end", result, sim.scheduler.core)
 
     # --------------------------------------------------------------- episode
     def _begin(self, start: int):
@@ -264,10 +329,14 @@ class SchedulingEnv(gym.Env):
         return obs, reward, True, False, {"action_mask": self._mask, "episode": summary}
 
     def summary(self, core, result) -> dict:
-        """The finished episode's figures (``info["episode"]`` at its last step)."""
-        ran = sum(1 for j in core.jobs.values() if j.start_time >= 0)
-        return self._summary("full", len(core.jobs), ran, self._queue.decisions, self._queue.invalid_actions,
-                             avebsld(core.jobs.values(), self.reward_fn.tau), result.end_time, result.jobs_csv)
+        """The finished episode's figures (``info["episode"]`` at its last step): of its jobs only
+        when it started from a snapshot."""
+        jobs = list(core.jobs.values())
+        if self._episode_jobs is not None:
+            jobs = [j for j in jobs if (j.original_id or j.id) in self._episode_jobs]
+        ran = sum(1 for j in jobs if j.start_time >= 0)
+        return self._summary("full", len(jobs), ran, self._queue.decisions, self._queue.invalid_actions,
+                             avebsld(jobs, self.reward_fn.tau), result.end_time, result.jobs_csv)
 
     def _summary(self, simulator, jobs, ran, decisions, invalid_actions, episode_avebsld, makespan, jobs_csv) -> dict:
         """``info["episode"]``: the same figures whichever core ran the episode."""
@@ -278,6 +347,7 @@ class SchedulingEnv(gym.Env):
     def _stop(self) -> None:
         """Abandon an episode still running (its greenlet ends; partial outputs are closed)."""
         self._lean = None
+        self._episode_jobs = None
         run, self._run = self._run, None
         if run is not None and not run.dead:
             run.throw(GreenletExit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..config import validate as check
+from ..core.job import RUNNING
 from ..core.queue import JobQueue
 from ..core.scheduler import Context, Scheduler
 from ..policies.orders import FCFS, SJBF
@@ -83,6 +84,23 @@ class QueueScheduler(Scheduler):
     def on_requested_call(self, ctx: Context) -> None:
         if self.estimator is not None:
             self.estimator.on_call(ctx)
+
+    def on_job_adopted(self, job, ctx: Context) -> None:
+        """A fork hands over a queued job (submitted again) or a running one (estimated, and
+        followed by the estimator as if it had just started)."""
+        if job.state != RUNNING:
+            self.on_job_submitted(job, ctx)
+        elif self.estimator is not None:
+            self.estimator.on_submission(job, ctx)
+            self.estimator.on_start(job, ctx)
+
+    def components(self) -> dict:
+        out = {"policy": self.policy}
+        if self.estimator is not None:
+            out["predictor"] = self.estimator.predictor
+            if self.estimator.correction is not None:
+                out["correction"] = self.estimator.correction
+        return out
 
     def start_job(self, ctx: Context, job, mask: int | None = None) -> None:
         """Start queued ``job`` now on ``mask`` (default: the lowest free core ids, batsched's

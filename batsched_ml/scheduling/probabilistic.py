@@ -36,6 +36,7 @@ from operator import attrgetter
 import numpy as np
 
 from ..core.job import RUNNING
+from ..incremental import AppendOnlyList
 from ..core.scheduler import Context
 from ..distributions.base import WalltimeOnly
 from .candidate_bins import CandidateBins
@@ -74,7 +75,8 @@ class ProbabilisticBackfilling(EasyBackfilling):
         self._checks = ([], [], [], [], [])
         self.stats = {"backfilled": 0, "refused": 0, "evaluations": 0, "risk_sum": 0.0, "checked": 0,
                       "delayed": 0, "condition_time": 0.0, "outlooks": 0, "events": 0, "screened": 0}
-        self._loglik: list = []  # calibration: (log-likelihood of the realised bin, realised bin impossible)
+        # calibration: (log-likelihood of the realised bin, realised bin impossible)
+        self._loglik = AppendOnlyList()
 
     # ----------------------------------------------------------------- hooks
     def on_simulation_begins(self, nb_cores: int, ctx: Context) -> None:
@@ -89,6 +91,19 @@ class ProbabilisticBackfilling(EasyBackfilling):
         row = np.asarray(self.distribution.predict_proba([job], ctx.now), dtype=np.float64)[0]
         self._proba[job] = row if row.sum() > 0 else None
         self._add_candidate(job)
+
+    def on_job_adopted(self, job, ctx: Context) -> None:
+        """A running job handed over by a fork: its runtime distribution, conditioned on its
+        elapsed time from then on, as for a job this scheduler started."""
+        super().on_job_adopted(job, ctx)
+        if job.state != RUNNING:
+            return
+        row = np.asarray(self.distribution.predict_proba([job], ctx.now), dtype=np.float64)[0]
+        self._proba[job] = row if row.sum() > 0 else None
+        self._note_start(job)
+
+    def components(self) -> dict:
+        return dict(super().components(), distribution=self.distribution)
 
     def on_job_completed(self, job, ctx: Context) -> None:
         super().on_job_completed(job, ctx)
@@ -107,6 +122,9 @@ class ProbabilisticBackfilling(EasyBackfilling):
 
     def start(self, ctx: Context, job, placement) -> None:
         super().start(ctx, job, placement)
+        self._note_start(job)
+
+    def _note_start(self, job) -> None:
         self._starts += 1
         self._candidates.discard(job)
         job.info["start_order"] = self._starts

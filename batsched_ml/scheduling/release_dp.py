@@ -189,6 +189,23 @@ class RunningTerminations:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def __getstate__(self) -> dict:
+        """Without the rows of the jobs registered before the oldest one still running (never read
+        again): a snapshot's size follows the running jobs, not every job that ever ran."""
+        state = dict(self.__dict__)
+        state["_info"] = (len(self._info), self._oldest, self._info[self._oldest:self._next])
+        state["_alive"] = self._alive[self._oldest:self._next]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        capacity, oldest, info = state["_info"]
+        alive = state["_alive"]
+        self.__dict__.update(state)
+        self._info = np.zeros((capacity, 4))
+        self._info[oldest:oldest + len(info)] = info
+        self._alive = np.zeros(capacity, dtype=bool)
+        self._alive[oldest:oldest + len(alive)] = alive
+
     def add(self, job, start: float, upper: float, masses, ends, lows) -> None:
         """``upper``: the longest the job can run (its walltime)."""
         ends = np.asarray(ends, dtype=np.float64)

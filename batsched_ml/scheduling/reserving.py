@@ -60,6 +60,13 @@ class ProfileScheduler(QueueScheduler):
         super().on_simulation_begins(nb_cores, ctx)
         self.profile = PROFILES[self.reservations](nb_cores, ctx.now)
 
+    def on_job_adopted(self, job, ctx: Context) -> None:
+        """A running job handed over by a fork holds its cores in the profile until its
+        estimated end (or a moment past now)."""
+        super().on_job_adopted(job, ctx)
+        if job.state == RUNNING:
+            self._replace_running(job, ctx.now)
+
     def refresh_profile(self, now: float) -> None:
         """Drop the jobs that ended, extend the ones that outlived their plan, move to ``now``.
 

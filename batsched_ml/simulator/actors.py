@@ -21,6 +21,9 @@ transit): SimGrid's float clock and actor order decide that in the real Batsim, 
 is why about 1% of KTH-5k's starts differ from Batsim 4.2.1's by a latency (Batsim 5's
 timing is ``actors5``, on a re-creation of SimGrid's kernel). ``stamp`` turns a date
 into the microsecond date Batsim 4.2.1 writes in its messages.
+
+Every action the network holds (a sleeper's wake-up, a message's ``on_sent``) is a bound method
+or a ``functools.partial`` of one, never a closure: a paused run pickles whole (snapshots).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 
 
 @dataclass(frozen=True)
@@ -157,9 +161,13 @@ class EventPlatform:
         return (t - job.start_t) / 1e9
 
     def run(self, server, begins, static_jobs) -> int:
-        """Simulate: the submitters start, SIMULATION_BEGINS goes out at 0 (4.2.1's server
-        starts first), then the earliest of the sleeping actors and the message in transit (a
-        sleeper first at equal dates, as in SimGrid). Returns the date reached."""
+        """Simulate to the end (``begin``, then ``advance``). Returns the date reached."""
+        self.begin(server, begins, static_jobs)
+        self.advance()
+        return server.now
+
+    def begin(self, server, begins, static_jobs) -> None:
+        """The submitters start, SIMULATION_BEGINS goes out at 0 (4.2.1's server starts first)."""
         self.server = server
         net = self.net
         for jobs in static_jobs:
@@ -167,19 +175,32 @@ class EventPlatform:
         server.events.append(begins)
         self._send(0)
         net.start_spawned(0)
+
+    def advance(self, watch=None, look=None) -> bool:
+        """The earliest of the sleeping actors and the message in transit (a sleeper first at
+        equal dates, as in SimGrid) until nothing is left (False), or until ``look(watch, t)``,
+        asked before an event of a date ``t >= watch.at``, says to pause there (True). Between
+        two events the whole run is in its objects (a snapshot of it is whole)."""
+        server, net = self.server, self.net
         sleeping = net.sleeping
-        now = 0
+        at = float("inf") if watch is None else None
         while True:
             transit = net.in_transit
             if sleeping and (transit is None or sleeping[0][0] <= transit[0]):
+                t = sleeping[0][0]
+                if t >= (at or watch.at) and look(watch, t):
+                    return True
                 now, _, action = heapq.heappop(sleeping)
                 server.now = now
                 action(now)
             elif transit is not None:
-                now = server.now = transit[0]
-                self._receive(now, transit)
+                t = transit[0]
+                if t >= (at or watch.at) and look(watch, t):
+                    return True
+                server.now = t
+                self._receive(t, transit)
             else:
-                return now
+                return False
 
     def _receive(self, t: int, transit) -> None:
         """The server gets one message: handle it, maybe call the scheduler, wait for the next."""
@@ -203,28 +224,26 @@ class EventPlatform:
 
     def start_job(self, job, t: int) -> None:
         """The job's actor sleeps for its run time, then tells the server from its first host."""
-        net, server = self.net, self.server
+        self.net.wake(t + ns(job.runtime), partial(self._job_ends, job))
 
-        def ends(t2):
-            if server.job_done(job):
-                net.post(t2, net.from_node(job.alloc), COMPLETED, job, None)
-
-        net.wake(t + ns(job.runtime), ends)
+    def _job_ends(self, job, t: int) -> None:
+        if self.server.job_done(job):
+            self.net.post(t, self.net.from_node(job.alloc), COMPLETED, job, None)
 
     def start_waiter(self, at: int, t: int) -> None:
         """A call-me-later actor: it sleeps until ``at`` (at least 10 us), then tells the server."""
-        net = self.net
-        net.wake(t + max(at - t, 10_000), lambda t2: net.post(t2, net.loopback, WAITING_DONE, None, None))
+        self.net.wake(t + max(at - t, 10_000), self._waited)
+
+    def _waited(self, t: int) -> None:
+        self.net.post(t, self.net.loopback, WAITING_DONE, None, None)
 
     def start_killer(self, jobs, job_ids) -> None:
         """A killer actor ends the running jobs once the server is done, then acknowledges."""
-        net, server = self.net, self.server
+        self.net.spawn(partial(self._kill, jobs, job_ids))
 
-        def kill(t2):
-            killed, progress = server.kill_now(jobs, t2)
-            net.post(t2, net.loopback, KILLING_DONE, (job_ids, killed, progress), None)
-
-        net.spawn(kill)
+    def _kill(self, jobs, job_ids, t: int) -> None:
+        killed, progress = self.server.kill_now(jobs, t)
+        self.net.post(t, self.net.loopback, KILLING_DONE, (job_ids, killed, progress), None)
 
 
 class Submitter:
@@ -238,7 +257,13 @@ class Submitter:
         self.net, self.jobs, self.next = net, jobs, 0
 
     def start(self, t: int) -> None:
-        self.net.post(t, self.net.loopback, HELLO, None, lambda t2: self._advance(t2, False))
+        self.net.post(t, self.net.loopback, HELLO, None, self._started)
+
+    def _started(self, t: int) -> None:
+        self._advance(t, False)
+
+    def _woken(self, t: int) -> None:
+        self._advance(t, True)
 
     def _advance(self, t, woken):
         net, jobs = self.net, self.jobs
@@ -251,18 +276,17 @@ class Submitter:
             batch.append(jobs[i])
             i += 1
         self.next = i
-        if i == n:
-            def after(t2):
-                net.post(t2, net.loopback, BYE, None, None)
-        else:
-            delay = jobs[i].subtime_ns - t
-
-            def after(t2):
-                net.wake(t2 + delay, lambda t3: self._advance(t3, True))
+        after = self._bye if i == n else partial(self._sleep, jobs[i].subtime_ns - t)
         if batch:
             net.post(t, net.loopback, SUBMITTED, batch, after)
         else:
             after(t)
+
+    def _bye(self, t: int) -> None:
+        self.net.post(t, self.net.loopback, BYE, None, None)
+
+    def _sleep(self, delay: int, t: int) -> None:
+        self.net.wake(t + delay, self._woken)
 
 
 class Reply:
@@ -287,12 +311,18 @@ class Reply:
             self.next += 1
             at = self._ns(d.timestamp)
             if at > t:
-                net.wake(at, lambda t2: net.post(t2, net.loopback, DECISION, d, self.step))
+                net.wake(at, partial(self._send, d))
             else:
-                net.post(t, net.loopback, DECISION, d, self.step)
+                self._send(d, t)
         else:
             at = self._ns(self.now)
             if at > t:
-                net.wake(at, lambda t2: net.post(t2, net.loopback, READY, None, None))
+                net.wake(at, self._ready)
             else:
-                net.post(t, net.loopback, READY, None, None)
+                self._ready(t)
+
+    def _send(self, decision, t: int) -> None:
+        self.net.post(t, self.net.loopback, DECISION, decision, self.step)
+
+    def _ready(self, t: int) -> None:
+        self.net.post(t, self.net.loopback, READY, None, None)

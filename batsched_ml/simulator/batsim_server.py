@@ -237,6 +237,7 @@ class BatsimServer:
             profiles = sim.profiles.setdefault(d.workload_name, {})
             checks.check_new_profile(profiles, d.profile_name, sim.profile_reuse)
             profiles[d.profile_name] = d.profile
+            sim.registered_profiles.append((d.workload_name, d.profile_name, d.profile))
         elif kind is ev.RegisterJob:
             self._on_register_job(d, t)
         elif kind is ev.SetJobMetadata:

@@ -13,15 +13,20 @@ until its first job starts, then as computing (rc2 never sets it back to idle).
 With a ``path`` the jobs file is streamed: rows go to disk in whole lines at
 least every ``flush_every`` seconds, so a run that is killed, interrupted or
 fails keeps the jobs that had ended (a valid CSV) instead of nothing.
+
+A streaming tracer pickles (snapshots) as the length and SHA-256 of what it wrote: a resumed
+run finds its file by them (``JobsTracer.continue_file``) and goes on from there.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 
 from .. import __version__
 from ..protocol.coreset import mask_intervals
+from ..snapshot_files import SnapshotError
 
 JOBS_COLUMNS = ("job_id,workload_name,profile,submission_time,requested_number_of_resources,requested_time,"
                 "success,final_state,starting_time,execution_time,finish_time,waiting_time,turnaround_time,"
@@ -51,9 +56,11 @@ class JobsTracer:
         self.path = path
         self.nb_rows_written = 0
         self._out = None
+        self.flush_every = flush_every
+        self._digest = hashlib.sha256()  # of the bytes written to ``path``
+        self._written = 0
         if path is not None:
-            self._out = open(path, "w", newline="")
-            self.flush_every = flush_every
+            self._out = open(path, "w", newline="", encoding="utf-8")
             self._flushed_at = time.monotonic()
             self._flush()
         self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
@@ -130,9 +137,60 @@ class JobsTracer:
         """Whole lines in one write, then to the OS: the file never ends mid-row."""
         rows, self.rows = self.rows, []
         if rows:
-            self._out.write("\n".join(rows) + "\n")
+            text = "\n".join(rows) + "\n"
+            self._out.write(text)
+            data = text.encode("utf-8")
+            self._digest.update(data)
+            self._written += len(data)
             self.nb_rows_written += len(rows)
         self._out.flush()
+        self._flushed_at = time.monotonic()
+
+    # ------------------------------------------------------------ snapshots
+    def __getstate__(self) -> dict:
+        """Rows not yet written go to the file first; the file is then known by its length and
+        digest (the open file itself does not pickle)."""
+        if self._out is not None:
+            self._flush()
+        state = dict(self.__dict__)
+        state["_out"] = None
+        state["_digest"] = self._digest.hexdigest()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._expected = state["_digest"]  # the file continue_file() must find
+        self._digest = None
+
+    def continue_file(self, path=None) -> None:
+        """After unpickling, stream on: to the tracer's own file, cut back to what it held when
+        the snapshot was taken, or to ``path``, which starts as a copy of that part. Raises
+        ``SnapshotError`` (one line) when the file is missing, shorter or different."""
+        source, self._out = self.path, None
+        if source is None:
+            return
+        digest = hashlib.sha256()
+        try:
+            with open(source, "rb") as src:
+                head = src.read(self._written)
+        except OSError as exc:
+            raise SnapshotError(f"the jobs file {source} of the snapshot cannot be read: "
+                                   f"{exc.strerror or exc}") from None
+        digest.update(head)
+        if len(head) != self._written or digest.hexdigest() != self._expected:
+            raise SnapshotError(f"the jobs file {source} is not the one the snapshot was written with "
+                                   f"({len(head)} of its {self._written} bytes read, not the same): was the run "
+                                   f"started again with the same -e prefix?")
+        target = source if path is None else str(path)
+        if target == source:
+            with open(target, "r+b") as out:
+                out.truncate(self._written)  # what a later session wrote after the snapshot
+            self._out = open(target, "a", newline="", encoding="utf-8")
+        else:
+            self._out = open(target, "w", newline="", encoding="utf-8")
+            self._out.buffer.write(head)
+            self.path = target
+        self._digest = digest
         self._flushed_at = time.monotonic()
 
     def close(self) -> None:
