@@ -43,7 +43,7 @@ class SharedDataRecorder:
     EVENTS = ("open", "os.listdir", "os.scandir", "glob.glob", "subprocess.Popen", "os.exec")
 
     def __init__(self, root: Path, output: Path):
-        self.root = str(root.resolve())
+        self.roots = {str(root), str(root.resolve())}  # as tests spell it, and through any symlink
         self.output = output
         self.current: str | None = None
         self.touched: set[str] = set()
@@ -56,7 +56,7 @@ class SharedDataRecorder:
             return
         for arg in args:
             items = arg if isinstance(arg, (list, tuple)) else (arg,)
-            if any(isinstance(item, (str, bytes, os.PathLike)) and self.root in os.fsdecode(item)
+            if any(isinstance(item, (str, bytes, os.PathLike)) and any(r in os.fsdecode(item) for r in self.roots)
                    for item in items if not isinstance(item, int)):
                 self.touched.add(self.current)
                 return
