@@ -15,7 +15,7 @@ from ..progress import TaskProgress
 from .cache import ResultCache, config_cost_key
 from .expand import write_campaign
 from ..executor import TaskFailure, iter_tasks
-from .forks import FORK_KIND, fork_tasks, write_forks
+from .forks import FORK_KIND, fork_tasks, run_fork_task, write_forks
 from .kinds import get_kind
 from .results import complete_row, read_results, write_results
 from .spec import Campaign
@@ -87,6 +87,11 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                                       settings=kind.with_files(settings, files), kind=kind.name, inputs=unit.inputs,
                                       needs=tuple(needs.values()), batsim=config.batsim, **snapshots))
     return tasks + fork_tasks(campaign, results_dir, version, units)
+
+
+def _run_task(task: Task) -> dict:
+    """Run a task on a worker: a fork's (``forks``), else by its kind (``tasks.run_task``)."""
+    return run_fork_task(task) if task.kind == FORK_KIND else run_task(task)
 
 
 def _output(campaign: Campaign, training: str) -> str:
@@ -229,7 +234,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                 break
             wave = progress if isinstance(progress, TaskProgress) else TaskProgress.for_cli(
                 len(ready), campaign.name, enabled=bool(progress), weights=[estimated_cost(t, costs) for t in ready])
-            for i, result in iter_tasks(run_task, ready, scheduler_address=scheduler_address, workers=workers,
+            for i, result in iter_tasks(_run_task, ready, scheduler_address=scheduler_address, workers=workers,
                                         progress=wave, desc=campaign.name):
                 task = ready[i]
                 if isinstance(result, TaskFailure):

@@ -159,10 +159,6 @@ def run_task(task: Task) -> dict:
     ``{"timeout": seconds, "finished": jobs, "total": jobs}`` when it ran past ``task.timeout``."""
     if task.kind == "simulate":
         return simulate_task(task)
-    if task.kind == "fork":
-        from .forks import run_fork_task
-
-        return run_fork_task(task)
     from .kinds import get_kind
 
     return get_kind(task.kind).run(task)
