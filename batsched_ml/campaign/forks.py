@@ -136,8 +136,8 @@ def instants_of(fork: ForkSpec, workload) -> tuple[tuple[float, ...], list[str]]
     if fork.every is not None:
         return tuple(fork.every * k for k in range(1, int(last // fork.every) + 1) if fork.every * k < last), []
     late = [t for t in fork.at if t >= last]
-    problems = [f"[[forks]] {fork.name}: instant {t:g} s ({t / 86400:g} d) is past the trace's last submission "
-                f"({last:g} s)" for t in late]
+    problems = [f"[[forks]] {fork.name}: instant {t / 86400:g} d ({t:.0f} s) is not before the trace's last "
+                f"submission ({last / 86400:.2f} d)" for t in late]
     return tuple(t for t in fork.at if t < last), problems
 
 
@@ -179,7 +179,17 @@ def fork_tasks(campaign, results_dir, version: str, units: dict) -> list:
 
 
 def run_fork_task(task) -> dict:
-    """Run the base to the instant, fork each branch for the window, compare them (module docstring)."""
+    """Run the base to the instant, fork each branch for the window, compare them (module docstring);
+    past ``task.timeout`` (the campaign's ``task_timeout``): ``{"timeout": ...}`` as a simulate task."""
+    from .tasks import TaskTimeout, deadline
+
+    try:
+        return _fork_task(task, deadline(task.timeout))
+    except TaskTimeout as stop:
+        return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
+
+
+def _fork_task(task, progress) -> dict:
     import warnings
 
     from ..analysis.forks import compare_branches, window_records
@@ -193,14 +203,14 @@ def run_fork_task(task) -> dict:
     records = {}
     with tempfile.TemporaryDirectory(prefix="batsched-fork-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sim, core = prepare(platform, [workload], build_scheduler(task.settings))
+        sim, core = prepare(platform, [workload], build_scheduler(task.settings), progress=progress)
         if sim.run(in_process(core), prefix=f"{tmp}/base", until=at) is not None:
             raise RuntimeError(f"the base run ended before the instant {at:g} s")
         snapshot = sim.snapshot()
         sim.close()
         for name, settings in task.inputs["branches"].items():
             prefix = f"{tmp}/{name}"
-            branch = load_run(snapshot, platform, [workload], prefix=prefix)
+            branch = load_run(snapshot, platform, [workload], prefix=prefix, progress=progress)
             fork(branch, build_scheduler(settings))
             if run_window(branch, end) is None:
                 branch.close()
@@ -212,9 +222,22 @@ def run_fork_task(task) -> dict:
     return {"row": row, "files": {}}
 
 
-def write_forks(results_dir, rows: list[dict]) -> None:
-    """``forks.csv``: a line per (fork, trace, window, seed, instant, branch) of the fork tasks' rows."""
-    lines = []
+def _identity(line) -> tuple:
+    return (line["fork"], line["trace"], int(line["window"]), int(line["seed"]), float(line["at"]))
+
+
+def write_forks(results_dir, campaign, tasks: list, done: dict) -> None:
+    """``forks.csv``: a line per (fork, trace, window, seed, instant, branch) of the fork ``tasks``
+    that are ``done`` (key -> row), and, as for results.csv, the earlier lines this run did not redo:
+    of a (fork, trace) outside a subset run, or of one of its tasks that did not finish (Ctrl-C)."""
+    mine = {_identity({"fork": t.config, "trace": t.trace, "window": t.window, "seed": t.seed,
+                       "at": t.inputs["at"]}) for t in tasks}
+    rows = [done[t.key] for t in tasks if t.key in done]
+    finished = {_identity(row) for row in rows}
+    ran = {(t.config, t.trace) for t in tasks}
+    names = {f.name for f in campaign.forks}
+    lines = [line for line in read_forks(results_dir) if line["fork"] in names and line["trace"] in campaign.traces
+             and _identity(line) not in finished and ((line["fork"], line["trace"]) not in ran or _identity(line) in mine)]
     for row in rows:
         for branch, b in row["branches"].items():
             low_high = b["reduction"]
@@ -224,6 +247,7 @@ def write_forks(results_dir, rows: list[dict]) -> None:
                           "reduction": low_high[0], "reduction_low": low_high[1], "reduction_high": low_high[2]})
     if not lines:
         return
+    lines.sort(key=lambda line: (line["fork"], line["trace"], int(line["window"]), int(line["seed"]), float(line["at"])))
     with open(Path(results_dir) / FORKS_CSV, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()

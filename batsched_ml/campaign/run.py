@@ -264,7 +264,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
         if tasks is not None:  # (nothing to write when stopped before the tasks were known)
             runs = [t for t in tasks if not t.training and t.kind != FORK_KIND]
             outcome.rows = _write_rows(results_dir, campaign, ran, runs, done, failures, cache)
-            write_forks(results_dir, [done[t.key] for t in tasks if t.kind == FORK_KIND and t.key in done])
+            write_forks(results_dir, campaign, [t for t in tasks if t.kind == FORK_KIND], done)
             write_trainings(results_dir, campaign, [t for t in tasks if t.training], done, failures, cache)
             outcome.stored = sum(t.key in done for t in tasks)
             outcome.failed = [f"{t.label}: {failures[t.key][1]}" for t in tasks if t.key in failures]
