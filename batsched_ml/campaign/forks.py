@@ -81,7 +81,11 @@ def _fork(entry: dict, at: str, configs: dict, problems, i: int, declared: set) 
                                   "or snapshot: forks are for Batsim 4.2.1 runs")
         return name
 
-    base = config(entry.get("base"), "base") if "base" in entry else problems.found.append(f"{at}: base is required")
+    base = None
+    if "base" not in entry:
+        problems.found.append(f"{at}: base is required (the config whose run is snapshotted)")
+    else:
+        base = config(entry["base"], "base")
     branches = entry.get("branches")
     if not isinstance(branches, list) or not branches:
         problems.found.append(f"{at}: branches must be a non-empty list of config names")
