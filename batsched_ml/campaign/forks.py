@@ -200,9 +200,10 @@ def _fork_task(task, progress) -> dict:
     from ..checkpointing import load_run
     from ..config.compose import build_scheduler
     from ..forking import fork, run_window
-    from ..runner import in_process, prepare
+    from ..runner import in_process, load_inputs, prepare
 
-    platform, workload = task.inputs["platform"], task.inputs["workload"]
+    platform = task.inputs["platform"]
+    workload = load_inputs(platform, [task.inputs["workload"]])[2][0][1]  # read once for the base and the branches
     at, end = task.inputs["at"], task.inputs["at"] + task.inputs["window"]
     records = {}
     with tempfile.TemporaryDirectory(prefix="batsched-fork-") as tmp, warnings.catch_warnings():
