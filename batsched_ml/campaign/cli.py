@@ -123,6 +123,10 @@ def cmd_check(args) -> int:
     for config in c.configs.values():
         on = f" (on {', '.join(config.traces)})" if config.traces is not None else ""
         print(f"  {config.name}{on}: {get_kind(config.kind).command} ... {config.command}")
+    for fork in c.forks:
+        when = f"every {fork.every / 86400:g} d" if fork.every else "at " + ", ".join(f"{t / 86400:g} d" for t in fork.at)
+        print(f"  fork {fork.name}: {fork.base} {when}, {fork.window / 86400:g}-day branches {', '.join(fork.branches)} "
+              f"vs {fork.reference}")
     return 0
 
 

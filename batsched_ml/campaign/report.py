@@ -21,6 +21,7 @@ from ..analysis.uncertainty import change_rule, format_change
 from .aggregates import aggregate_table
 from .results import RAN, fmt, jobs_not_completed, metric_value, read_results
 from .expand import expand, read_campaign_file
+from .forks import fork_section
 from .figures import config_colors, first_run, jobs_csv_path, matplotlib_missing, per_job_note, trace_figures
 from .spec import CampaignError, config_argv, paper_refs, table_specs
 from .tasks import safe_name
@@ -458,6 +459,7 @@ def write_report(results_dir, report_dir, log=None) -> Path:
         for spec in s["tables"]:
             lines += aggregate_table(spec, rows, traces, configs, s["axes"], s["paper"])
     lines += paper_table([p for p in s["paper"] if p.trace in traces], summary, baseline)
+    lines += fork_section(results_dir)
     lines += _trainings_section(results_dir, s["trainings"])
     lines += _configurations(s)
     walls = [r["wall_s"] for r in rows if r.get("wall_s") is not None]

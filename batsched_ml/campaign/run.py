@@ -15,6 +15,7 @@ from ..progress import TaskProgress
 from .cache import ResultCache, config_cost_key
 from .expand import write_campaign
 from ..executor import TaskFailure, iter_tasks
+from .forks import FORK_KIND, fork_tasks, run_fork_task, write_forks
 from .kinds import get_kind
 from .results import complete_row, read_results, write_results
 from .spec import Campaign
@@ -41,7 +42,8 @@ class CampaignOutcome:
 
 
 def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
-    """Every training's seed, then every (trace, window, config, seed) in campaign-file order.
+    """Every training's seed, then every (trace, window, config, seed) in campaign-file order, then
+    every fork's (trace, window, seed, instant) (``forks``).
 
     A config naming a training's file (``@NAME``) runs seed s on the file of the training's seed s:
     its task ``needs`` that training's key, which its own key includes (a retrained policy is a new
@@ -84,7 +86,12 @@ def build_tasks(campaign: Campaign, results_dir) -> list[Task]:
                                       key=key, timeout=campaign.task_timeout,
                                       settings=kind.with_files(settings, files), kind=kind.name, inputs=unit.inputs,
                                       needs=tuple(needs.values()), batsim=config.batsim, **snapshots))
-    return tasks
+    return tasks + fork_tasks(campaign, results_dir, version, units)
+
+
+def _run_task(task: Task) -> dict:
+    """Run a task on a worker: a fork's (``forks``), else by its kind (``tasks.run_task``)."""
+    return run_fork_task(task) if task.kind == FORK_KIND else run_task(task)
 
 
 def _output(campaign: Campaign, training: str) -> str:
@@ -227,7 +234,7 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
                 break
             wave = progress if isinstance(progress, TaskProgress) else TaskProgress.for_cli(
                 len(ready), campaign.name, enabled=bool(progress), weights=[estimated_cost(t, costs) for t in ready])
-            for i, result in iter_tasks(run_task, ready, scheduler_address=scheduler_address, workers=workers,
+            for i, result in iter_tasks(_run_task, ready, scheduler_address=scheduler_address, workers=workers,
                                         progress=wave, desc=campaign.name):
                 task = ready[i]
                 if isinstance(result, TaskFailure):
@@ -255,8 +262,9 @@ def run_campaign(campaign: Campaign, results_dir, *, workers: int | None = None,
         outcome.stopped_by = exc
     finally:
         if tasks is not None:  # (nothing to write when stopped before the tasks were known)
-            runs = [t for t in tasks if not t.training]
+            runs = [t for t in tasks if not t.training and t.kind != FORK_KIND]
             outcome.rows = _write_rows(results_dir, campaign, ran, runs, done, failures, cache)
+            write_forks(results_dir, campaign, [t for t in tasks if t.kind == FORK_KIND], done)
             write_trainings(results_dir, campaign, [t for t in tasks if t.training], done, failures, cache)
             outcome.stored = sum(t.key in done for t in tasks)
             outcome.failed = [f"{t.label}: {failures[t.key][1]}" for t in tasks if t.key in failures]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..config.declare import did_you_mean, table_keys
 from .expand import CampaignError, as_table, check_keys, expand, read_campaign_file
+from .forks import fork_specs
 from .kinds import get_kind, references
 from .traces import TRACES_ENV, TraceSpec, trace_spec, traces_directory
 
@@ -135,6 +136,7 @@ class Campaign:
     # a task's snapshots (under RESULTS/checkpoints/, resumed after a kill): simulated / wall-clock seconds
     checkpoint_every: float | None = None
     checkpoint_every_wall: float | None = CHECKPOINT_EVERY_WALL
+    forks: list = field(default_factory=list)  # [[forks]]: forks.ForkSpec
 
     def require_inputs(self) -> None:
         """Raise :class:`CampaignError` naming the trace files that cannot be found (of this
@@ -178,8 +180,9 @@ class Campaign:
         needed = {n for c in kept_configs.values() if any(c.runs_on(t) for t in kept_traces) for n in c.needs}
         kept_trainings = {n: t for n, t in self.trainings.items() if n in needed or n in named_trainings}
         paper = [p for p in self.paper if p.trace in kept_traces and p.config in kept_configs]
+        forks = [f for f in self.forks if {f.base, *f.branches} <= set(kept_configs)]
         return dataclasses.replace(self, traces=kept_traces, configs=kept_configs, paper=paper,
-                                   trainings=kept_trainings)
+                                   trainings=kept_trainings, forks=forks)
 
 
 DEFAULT_METRICS = ["avebsld10", "avebsld60", "cum_bsld60", "mean_wait", "geomean_wait", "max_wait",
@@ -249,8 +252,8 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     from .results import metric_names
 
     problems = _Problems()
-    problems.check(check_keys, data, ("extends", "campaign", "traces", "configs", "train", "paper", "tables"),
-                   "top level")
+    problems.check(check_keys, data, ("extends", "campaign", "traces", "configs", "train", "paper", "tables",
+                                      "forks"), "top level")
     head = problems.check(as_table, data.get("campaign", {}), "[campaign]", default={})
     problems.check(check_keys, head, CAMPAIGN_KEYS, "[campaign]")
     traces_t = problems.check(as_table, data.get("traces", {}), "[traces]", default={})
@@ -291,12 +294,13 @@ def _campaign(data: dict, path: Path, traces_dir: Path | None) -> Campaign:
     every = {key: problems.check(_duration, head, key) for key in ("checkpoint_every", "checkpoint_every_wall")}
     if "checkpoint_every_wall" not in head:
         every["checkpoint_every_wall"] = None if "checkpoint_every" in head else CHECKPOINT_EVERY_WALL
+    forks = fork_specs(data.get("forks", []), configs, problems, configs_t) if configs_t else []
     problems.raise_any()
     return Campaign(name=str(head.get("name", path.stem)), path=path, baseline=baseline, seeds=list(seeds),
                     metrics=list(metrics), traces=traces, configs=configs, paper=paper,
                     description=str(head.get("description", "")), document=data,
                     task_timeout=None if timeout is None else float(timeout), tables=tables, trainings=trainings,
-                    **every)
+                    forks=forks, **every)
 
 
 def _duration(head: dict, key: str) -> float | None:

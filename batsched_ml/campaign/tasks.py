@@ -154,6 +154,11 @@ class _Deadline:
             raise TaskTimeout(status.finished, status.total)
 
 
+def deadline(timeout: float | None):
+    """The progress hook that stops a task's simulation past ``timeout`` seconds (None: no hook)."""
+    return _Deadline(timeout) if timeout else None
+
+
 def run_task(task: Task) -> dict:
     """Run ``task`` by its kind; returns ``{"row": {...}, "files": {suffix: bytes}}``, or
     ``{"timeout": seconds, "finished": jobs, "total": jobs}`` when it ran past ``task.timeout``."""
@@ -244,7 +249,7 @@ def simulate_task(task: Task) -> dict:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result, scheduler, resumed = _simulate(task, Path(tmp) / "run",
-                                                       _Deadline(task.timeout) if task.timeout else None)
+                                                       deadline(task.timeout))
         except TaskTimeout as stop:
             return {"timeout": task.timeout, "finished": stop.finished, "total": stop.total}
         wall = time.perf_counter() - t0

@@ -36,7 +36,10 @@ def trained_file(training: str, seed: int, suffix: str) -> str:
 def link_file(src: Path, dst: Path) -> None:
     """``dst`` as a hard link to the cached ``src`` (a copy where links fail), replaced atomically."""
     dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.exists() and os.path.samefile(src, dst):
+        return  # (already: a rename of a link onto the same file does nothing and would leave the link)
     tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
     try:
         os.link(src, tmp)
     except OSError:
