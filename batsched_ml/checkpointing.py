@@ -30,6 +30,7 @@ from . import __version__, interrupts
 from .simulator.actors import ns
 from .simulator.engine import KEEP, Simulator, Watch
 from .snapshot_files import Snapshot, SnapshotError, keep_last, snapshot_name
+from .workloads.samples import sample_path
 
 __all__ = ["CheckpointPolicy", "Checkpointer", "DEFAULT_KEEP", "checkpoint_dir", "code_fingerprint",
            "differences", "load_run", "run_identity"]
@@ -162,6 +163,7 @@ def _input(item) -> dict:
     if isinstance(item, dict):
         text = json.dumps(item, sort_keys=True, separators=(",", ":"), default=str)
         return {"data": True, "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    item = sample_path(item)  # ``sample:NAME``: the bundled file, recorded by where it is
     return {"path": str(Path(item).resolve()), "sha256": file_digest(item)}
 
 

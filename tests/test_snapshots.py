@@ -325,6 +325,18 @@ def test_a_fork_into_the_same_classification_goes_on_as_the_run(tmp_path, capsys
     assert (tmp_path / "f_jobs.csv").read_bytes() == (tmp_path / "a_jobs.csv").read_bytes()
 
 
+def test_the_bundled_samples_by_name_pause_and_resume(tmp_path, capsys):
+    """``sample:NAME`` inputs are recorded by the bundled file they name (they used to be opened as a
+    path named ``sample:...`` when the snapshot was written)."""
+    names = ["-p", "sample:cluster-100", "-w", "sample:KTH-SP2-1k", "--quiet"]
+    assert run(capsys, "simulate", *names, "-e", tmp_path / "a")[0] == 0
+    code, _, err = run(capsys, "simulate", *names, "-e", tmp_path / "b", "--stop-at", "2d")
+    assert code == 0, err
+    snapshot = tmp_path / "b_checkpoints" / snapshot_files.snapshot_name(2 * 86400)
+    assert run(capsys, "simulate", "--resume", snapshot, "--quiet")[0] == 0
+    assert (tmp_path / "b_jobs.csv").read_bytes() == (tmp_path / "a_jobs.csv").read_bytes()
+
+
 def test_connect_refuses_snapshot_flags(capsys):
     code, _, err = run(capsys, "simulate", "-p", PLATFORM, "-w", SAMPLE, "--connect", "tcp://127.0.0.1:1",
                        "--checkpoint-every", "7d")
