@@ -6,21 +6,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import campaign_results
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "validation_summary.py"
-FIELDS = ["trace", "window", "config", "seed", "status", "jobs", "cum_bsld60", "avebsld10", "max_wait", "kills"]
+FIELDS = ["cum_bsld60", "avebsld10", "max_wait", "kills"]
 
 
 def write_results(folder: Path, runs: dict) -> None:
     """``runs``: {(trace, config): [(cum_bsld60, avebsld10, max_wait) of seed 0, seed 1, ...]}."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "results.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, FIELDS)
-        writer.writeheader()
-        for (trace, config), values in runs.items():
-            for seed, (cum, ave, wait) in enumerate(values):
-                writer.writerow(dict(trace=trace, window=0, config=config, seed=seed, status="ok", jobs=100,
-                                     cum_bsld60=cum, avebsld10=ave, max_wait=wait, kills=seed))
+    campaign_results.write_results(folder, [
+        dict(trace=trace, config=config, seed=seed, cum_bsld60=cum, avebsld10=ave, max_wait=wait, kills=seed)
+        for (trace, config), values in runs.items() for seed, (cum, ave, wait) in enumerate(values)], FIELDS)
 
 
 def summary(tmp_path, runs: dict) -> tuple[dict, str]:

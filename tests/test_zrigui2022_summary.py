@@ -7,21 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import campaign_results
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "benchmarks" / "zrigui2022_summary.py"
-FIELDS = ["trace", "window", "config", "seed", "status", "jobs", "cum_bsld60", "kills", "wall_s", "report"]
+FIELDS = ["cum_bsld60", "kills", "wall_s", "report"]
 
 
 def write_results(folder: Path, runs: dict) -> None:
     """``runs``: {config: [cum_bsld60 of seed 0, seed 1, ...]} on one trace, baseline 1,000."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "results.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, FIELDS)
-        writer.writeheader()
-        for config, values in {"base-fcfs": [1000.0], **runs}.items():
-            for seed, value in enumerate(values):
-                writer.writerow(dict(trace="T", window=0, config=config, seed=seed, status="ok", jobs=100,
-                                     cum_bsld60=value, kills=0, wall_s=1.0, report=""))
+    campaign_results.write_results(folder, [
+        dict(trace="T", config=config, seed=seed, cum_bsld60=value, kills=0, wall_s=1.0, report="")
+        for config, values in {"base-fcfs": [1000.0], **runs}.items() for seed, value in enumerate(values)], FIELDS)
 
 
 def test_spread_sets_and_calendar_pairs(tmp_path):
@@ -55,10 +52,7 @@ def test_learning_cost_is_cpu_seconds_where_recorded(tmp_path):
         (tmp_path / name).write_text(json.dumps({"classification": {
             **report, "overall": {"precision": 0.9, "recall": 0.8}}}))
         next(r for r in rows if r["config"] == "learned" and r["seed"] == str(seed))["report"] = name
-    with open(tmp_path / "results.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
+    campaign_results.write_results(tmp_path, rows, FIELDS)
     out = subprocess.run([sys.executable, str(SCRIPT), tmp_path, "--csv", tmp_path / "s.csv"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
