@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import gzip
-import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,17 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchdata import MissingData, add_data_arguments, golden_path, reports_missing_data  # noqa: E402
-from real_runs import free_port, report, start_serve, started_listening, timed_run  # noqa: E402
+from benchdata import add_data_arguments, golden_path, reports_missing_data  # noqa: E402
+from real_runs import executable, free_port, report, start_serve, started_listening, timed_run  # noqa: E402
 
 SERVE_FLAGS = "--scheduler easy --policy fcfs --reservations cores"  # what batsched's easy_bf does
-
-
-def _executable(given: str | None, env: str, name: str) -> str:
-    path = given or os.environ.get(env) or shutil.which(name)
-    if not path or not os.access(path, os.X_OK):
-        raise MissingData(f"needs the {name} executable: --{name} PATH or {env} (not built by this repository)")
-    return path
 
 
 def _start_batsched(batsched: str, variant: str, port: int) -> subprocess.Popen:
@@ -70,8 +61,8 @@ def main(argv=None) -> int:
     parser.add_argument("--serve-flags", default=SERVE_FLAGS)
     add_data_arguments(parser, traces=False, golden=True)
     args = parser.parse_args(argv)
-    args.batsim = _executable(args.batsim, "BATSIM_BIN", "batsim")
-    args.batsched = _executable(args.batsched, "BATSCHED_BIN", "batsched")
+    args.batsim = executable(args.batsim, "BATSIM_BIN", "batsim")
+    args.batsched = executable(args.batsched, "BATSCHED_BIN", "batsched")
     platform = golden_path("platform-100.xml", args.golden)
     golden_jobs = Path(args.golden) / "outputs" / "KTH-5k.easy_jobs.csv.gz"
     with tempfile.TemporaryDirectory(prefix="serve-vs-batsched-") as tmp:

@@ -22,7 +22,6 @@ import argparse
 import csv
 import filecmp
 import gzip
-import os
 import shlex
 import shutil
 import subprocess
@@ -33,14 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchdata import MissingData, add_data_arguments, golden_path, reports_missing_data  # noqa: E402
-from real_runs import free_port, report, start_serve, started_listening, timed_run  # noqa: E402
-
-
-def _executable(given: str | None, env: str, name: str) -> str:
-    path = given or os.environ.get(env)
-    if not path or not os.access(path, os.X_OK):
-        raise MissingData(f"needs rc2's {name}: --{name} PATH or {env} (not built by this repository)")
-    return path
+from real_runs import executable, free_port, report, start_serve, started_listening, timed_run  # noqa: E402
 
 
 def run_once(kind: str, args, workload: Path, platform: Path, out: Path) -> dict:
@@ -85,10 +77,11 @@ def main(argv=None) -> int:
     parser.add_argument("--golden-v5", default=None, help="the golden-v5 folder (default: beside --golden)")
     add_data_arguments(parser, traces=False, golden=True)
     args = parser.parse_args(argv)
-    args.batsim = _executable(args.batsim, "BATSIM5_BIN", "batsim")
+    args.batsim = executable(args.batsim, "BATSIM5_BIN", "batsim", owner="rc2's", search_path=False)
     kinds = ("serve",) if args.only else ("process-edc", "serve")
     if not args.only:
-        args.process_edc = _executable(args.process_edc, "BATSIM5_PROCESS_EDC", "process-edc")
+        args.process_edc = executable(args.process_edc, "BATSIM5_PROCESS_EDC", "process-edc", owner="rc2's",
+                                      search_path=False)
     platform = golden_path("platform-100.xml", args.golden)
     golden_v5 = Path(args.golden_v5) if args.golden_v5 else platform.parent.parent / "golden-v5"
     source = golden_v5 / "workloads" / "KTH-5k.v5.json.gz"

@@ -1,15 +1,28 @@
-"""What the benchmarks against a real Batsim share: ports, a scheduler process started and waited
+"""What the benchmarks against a real Batsim share: the executables, ports, a scheduler process started and waited
 for (``serve`` says "listening"; a C++ scheduler just accepts a connection), CPU of a finished
 process, and the side-by-side report of alternating rounds."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import time
+
+
+def executable(given: str | None, env: str, name: str, *, owner: str = "the", search_path: bool = True) -> str:
+    """``--NAME PATH``, else ``$ENV``, else (``search_path``) NAME on the PATH; MissingData when none
+    runs. Batsim 5's benchmarks do not search the PATH: a ``batsim`` there may be 4.2.1."""
+    from benchdata import MissingData
+
+    path = given or os.environ.get(env) or (shutil.which(name) if search_path else None)
+    if not path or not os.access(path, os.X_OK):
+        what = f"the {name} executable" if owner == "the" else f"{owner} {name}"
+        raise MissingData(f"needs {what}: --{name} PATH or {env} (not built by this repository)")
+    return path
 
 
 def free_port() -> int:
