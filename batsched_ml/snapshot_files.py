@@ -1,17 +1,17 @@
 """Snapshot files: the documented, versioned and signed container of a paused simulation (issue 42).
 
-Layout of format 2 (``docs/snapshots.md`` describes what each part holds)::
+Layout of format 3 (``docs/snapshots.md`` describes what each part holds)::
 
-    batsched-ml snapshot 2\\n          the magic line and the format version
+    batsched-ml snapshot 3\\n          the magic line and the format version
     {"sim_time": ..., "frames": [...]}\\n  the header: one JSON object (UTF-8) saying what the snapshot
                                        is, with the SHA-256 and size of each shared frame it needs
     hmac-sha256 <64 hex digits>\\n     HMAC-SHA256 of the two lines above and the payload
     <payload>                          the run's own frame: a pickle (protocol 5)
 
 **Shared frames.** What a run ended or accumulated before the previous snapshot is in the frames
-that earlier snapshots wrote (zlib-compressed pickles): each is stored once, in ``frames/`` beside
-the snapshot files, named by its SHA-256 (``frames/<sha256>.frame``), and later snapshots list it
-in their header. So a snapshot writes what changed since the previous one, not the whole history:
+that earlier snapshots wrote (pickles compressed with Zstandard; with zlib in format 2, also read):
+each is stored once, in ``frames/`` beside the snapshot files, named by its SHA-256
+(``frames/<sha256>.frame``), and later snapshots list it in their header. So a snapshot writes what changed since the previous one, not the whole history:
 a snapshot file is used with its folder's ``frames/`` (copy both). The header, signed, names each
 frame's digest, and a frame whose content does not match it is refused.
 
@@ -42,7 +42,8 @@ from pathlib import Path
 __all__ = ["FORMAT_VERSION", "FRAMES", "KEY_ENV", "SUFFIX", "Frame", "Snapshot", "SnapshotError", "keep_last",
            "key_path", "signing_key", "snapshot_name", "snapshots_in"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READABLE = ("2", "3")  # format 3 compresses the shared frames with Zstandard, not zlib
 FRAMES = "frames"  # the folder of the shared frames, beside the snapshot files
 FRAME_SUFFIX = ".frame"
 MAGIC = b"batsched-ml snapshot "
@@ -171,9 +172,9 @@ class Snapshot:
         if len(lines) < 4 or not lines[0].startswith(MAGIC):
             raise SnapshotError(f"{name} is not a batsched-ml snapshot")
         version = lines[0][len(MAGIC):].decode("ascii", "replace")
-        if version != str(FORMAT_VERSION):
-            raise SnapshotError(f"{name} is a snapshot of format {version}; this batsched-ml reads format "
-                                f"{FORMAT_VERSION}")
+        if version not in READABLE:
+            raise SnapshotError(f"{name} is a snapshot of format {version}; this batsched-ml reads formats "
+                                f"{' and '.join(READABLE)}")
         head = lines[0] + b"\n" + lines[1] + b"\n"
         signature, body = lines[2], lines[3]
         expected = SIGNATURE + _signature(key or signing_key(), head, body)

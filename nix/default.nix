@@ -41,6 +41,7 @@ ps.buildPythonPackage {
     ps.gymnasium
     ps.greenlet
     ps.cma
+    ps.zstandard
   ];
   doCheck = false; # the tests run in nix-shell (they need the golden files)
   pythonImportsCheck = [ "batsched_ml.server.serve" ];

@@ -135,8 +135,8 @@ def test_snapshot_files_are_signed_and_refused_when_changed_or_foreign(tmp_path,
     monkeypatch.setenv(snapshot_files.KEY_ENV, "another installation")
     with pytest.raises(SnapshotError, match="refusing to load it"):
         Snapshot.load(path)
-    (tmp_path / "old.snapshot").write_bytes(path.read_bytes().replace(b"snapshot 2\n", b"snapshot 1\n", 1))
-    with pytest.raises(SnapshotError, match="format 1; this batsched-ml reads format 2"):
+    (tmp_path / "old.snapshot").write_bytes(path.read_bytes().replace(b"snapshot 3\n", b"snapshot 1\n", 1))
+    with pytest.raises(SnapshotError, match="format 1; this batsched-ml reads formats 2 and 3"):
         Snapshot.load(tmp_path / "old.snapshot")
 
 
@@ -193,6 +193,30 @@ def test_a_later_snapshot_writes_only_what_changed_and_needs_the_frames_beside_i
     frame.unlink()
     with pytest.raises(SnapshotError, match="needs its frame .* the frames/ folder beside it"):
         Snapshot.load(tmp_path / "2.snapshot")
+
+
+def test_format_2_snapshots_with_zlib_frames_are_still_read(tmp_path):
+    """Format 3 compresses the shared frames with Zstandard; a format-2 snapshot (zlib frames) loads
+    and runs on to the same end as the format-3 one."""
+    import zlib
+
+    import zstandard
+
+    from batsched_ml.snapshot_files import Frame
+
+    config = {"scheduler": "easy", "predictor": "ave2", "correction": "incremental"}
+    sim, scheduler, loaded = _simulator(config)
+    sim.run(in_process(DecisionCore(scheduler)), prefix=str(tmp_path / "a"), until=300000.0)
+    snapshot = sim.snapshot()
+    assert snapshot.frames and all(f.data.startswith(b"\x28\xb5\x2f\xfd") for f in snapshot.frames)
+    old = Snapshot(snapshot.header, snapshot.payload,
+                   [Frame(zlib.compress(zstandard.ZstdDecompressor().decompress(f.data), 1)) for f in snapshot.frames])
+    ends = []
+    for i, taken in enumerate([snapshot, old]):
+        resumed = Simulator.from_snapshot(taken, 100, _simulator(config)[2], prefix=str(tmp_path / f"r{i}"))
+        resumed.resume()
+        ends.append((tmp_path / f"r{i}_jobs.csv").read_bytes())
+    assert ends[0] == ends[1] and ends[0].count(b"\n") > 10
 
 
 def test_keep_last_deletes_the_frames_only_the_deleted_snapshots_needed(tmp_path):
