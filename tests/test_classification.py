@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -613,10 +614,16 @@ def test_feature_table_recomputes_lags_and_shares_against_another_divider():
         pending.append((keys, float(rng.lognormal(5, 1.5))))
         while pending and rng.random() < 0.6:  # complete some jobs, in a shuffled order
             table.add(*pending.pop(int(rng.integers(len(pending)))))
+        if seq % 250 == 249:  # as retrainings do, between additions (``against`` extends what it grouped)
+            picked = [r for r in rows if r[0] == 100.0]
+            assert np.array_equal(table.against([r[2] for r in picked], 100.0), np.array([r[1] for r in picked]))
+    reloaded = pickle.loads(pickle.dumps(table))  # (without what ``against`` grouped: rebuilt)
+    assert "_grouped" in table.__dict__ and "_grouped" not in reloaded.__dict__
     for divider in (30.0, 100.0, 400.0, 1000.0):
         picked = [r for r in rows if r[0] == divider]
         got = table.against([r[2] for r in picked], divider)
         assert np.array_equal(got, np.array([r[1] for r in picked], dtype=np.float64))
+        assert np.array_equal(reloaded.against([r[2] for r in picked], divider), got)
         assert (got[:, :9] == 1).any() and (got[:, :9] == 0).any() and (got[:, 9:] > 0).any()
     # against another divider the same rows change
     other = table.against([r[2] for r in rows if r[0] == 30.0], 1000.0)

@@ -216,9 +216,11 @@ class FeatureTable:
         self._added_runtime = AppendOnlyList()
 
     def __getstate__(self) -> dict:
-        """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories."""
+        """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories
+        (nor ``against``'s arrays, rebuilt from the additions)."""
         state = dict(self.__dict__)
         del state["cats"]
+        state.pop("_grouped", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -289,12 +291,9 @@ class FeatureTable:
         against ``divider`` (needs ``track``); the same values ``features`` would have given
         at the row's submission had ``divider`` been in force."""
         pos = np.asarray(positions, dtype=np.int64).reshape(len(positions), 3, 2)
-        cat_of = np.asarray(self._added_cat, dtype=np.int64)
-        runtime = np.asarray(self._added_runtime, dtype=np.float64)
-        order = np.argsort(cat_of, kind="stable")  # each category's runtimes, in the order added
-        flat = runtime[order]
+        sorted_cat, flat = self._by_category()
         start = np.zeros(len(self.cats) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cat_of, minlength=len(self.cats)), out=start[1:])
+        np.cumsum(np.bincount(sorted_cat, minlength=len(self.cats)), out=start[1:])
         small = flat < divider
         below = np.concatenate(([0], np.cumsum(small)))
         cat, n = pos[:, :, 0], pos[:, :, 1]
@@ -308,6 +307,25 @@ class FeatureTable:
         with np.errstate(invalid="ignore", divide="ignore"):
             shares = np.where(known & (n > 0), (below[base + n] - below[base]) / np.maximum(n, 1), -1.0)
         return np.concatenate([lags.reshape(len(pos), 9), shares], axis=1)
+
+    def _by_category(self) -> tuple[np.ndarray, np.ndarray]:
+        """The categories of the additions and their runtimes, grouped by category (each one's in
+        the order added): ``against``'s inputs. Extended from the previous call's instead of
+        rebuilt from the lists (the additions only grow: the grouped prefix plus the new ones is
+        one stable merge, not a sort of the whole history), at each retraining."""
+        done = self.__dict__.get("_grouped")
+        m = len(self._added_cat)
+        if done is None:
+            done = (0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+        k, sorted_cat, flat = done
+        if k != m:
+            new_cat = np.asarray(self._added_cat[k:], dtype=np.int64)
+            new_runtime = np.asarray(self._added_runtime[k:], dtype=np.float64)
+            cats = np.concatenate([sorted_cat, new_cat])
+            merged = np.argsort(cats, kind="stable")  # stable: the order added within a category
+            sorted_cat, flat = cats[merged], np.concatenate([flat, new_runtime])[merged]
+            self._grouped = (m, sorted_cat, flat)
+        return sorted_cat, flat
 
     def add(self, keys: tuple, runtime: float) -> None:
         """Record a completed job (``keys`` from its ``features`` call) with its actual runtime."""
