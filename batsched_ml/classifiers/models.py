@@ -207,56 +207,46 @@ class SubsampledForest:
     seeds (same bootstrap, same rows in the same order, same weights; a tree's splitter leaves
     zero-weight rows out), for O(k log k) per tree (tests/test_classification.py compares them).
     The seeds are drawn as scikit-learn's forest draws them (one ``randint(2**31 - 1)`` per tree
-    from ``random_state``), each tree's bootstrap as ``_generate_sample_indices`` draws it, when
-    the forest is made for a history of ``n`` rows: ``rows`` are then the rows its trees read
-    (sorted), and ``fit`` may be given those rows only (a caller that computes features per row
-    computes no others). A draw holding one class only gets a row of the other class at weight 0,
-    which the splitter leaves out: its tree knows both classes, as scikit-learn's, fitted on every
-    row. ``predict_proba`` and ``feature_importances_`` are the forest's own computations (the same
-    sums, in tree order)."""
+    from ``random_state``), each tree's bootstrap as ``_generate_sample_indices`` draws it. A
+    draw holding one class only is fitted on every row, as scikit-learn does (its tree then still
+    knows both classes). ``predict_proba`` and ``feature_importances_`` are the forest's own
+    computations (the same sums, in tree order)."""
 
-    def __init__(self, forest, n: int):
-        from sklearn.utils import check_random_state
-
+    def __init__(self, forest):
         self.forest = forest  # an unfitted RandomForestClassifier: the parameters
-        self.n = n
-        random_state = check_random_state(forest.random_state)
-        seeds = [random_state.randint(np.iinfo(np.int32).max) for _ in range(forest.n_estimators)]
-        self._draws = []  # (seed, rows drawn, how many times each)
-        for seed in seeds:
-            drawn = check_random_state(seed).randint(0, n, forest.max_samples)
-            self._draws.append((seed, *np.unique(drawn, return_counts=True)))
-        self.rows = np.unique(np.concatenate([rows for _, rows, _ in self._draws]))
         self.estimators_: list = []
         self.classes_ = np.array([0, 1])
 
     def fit(self, X, y):
-        """``y``: the n labels (both classes); ``X``: the n rows, or only ``self.rows``, in order."""
         from sklearn.tree import DecisionTreeClassifier
+        from sklearn.utils import check_random_state
 
         forest = self.forest
+        n = len(X)
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
-        if len(y) != self.n or len(X) not in (self.n, len(self.rows)):
-            raise ValueError(f"a forest drawn for {self.n} rows is given {len(X)} rows and {len(y)} labels")
-        subset = len(X) != self.n
         self.n_features_in_ = X.shape[1]
         params = {name: getattr(forest, name) for name in forest.estimator_params}
+        random_state = check_random_state(forest.random_state)
+        seeds = [random_state.randint(np.iinfo(np.int32).max) for _ in range(forest.n_estimators)]
+        full = None
         self.estimators_ = []
-        for seed, rows, counts in self._draws:
+        for seed in seeds:
+            drawn = check_random_state(seed).randint(0, n, forest.max_samples)
+            rows, counts = np.unique(drawn, return_counts=True)
             tree = DecisionTreeClassifier(**dict(params, random_state=seed))
             labels = y[rows]
-            part = X[np.searchsorted(self.rows, rows) if subset else rows].astype(np.float32)
-            weights = counts.astype(np.float64)
-            if labels.min() == labels.max():
-                part = np.concatenate([part, part[:1]])
-                labels = np.append(labels, 1.0 - labels[0])
-                weights = np.append(weights, 0.0)
+            if labels.min() != labels.max():
+                part, weights = X[rows].astype(np.float32), counts.astype(np.float64)
+            else:
+                if full is None:
+                    full = X.astype(np.float32)
+                part, labels, weights = full, y, np.zeros(n)
+                weights[rows] = counts
             # as the forest fits its trees: the inputs are checked above (float32 rows, 0/1 labels),
             # not once per tree (scikit-learn's parameter and input checks: ~0.5 ms a tree)
             tree._fit(part, labels, sample_weight=weights, check_input=False)
             self.estimators_.append(tree)
-        self._draws = self.rows = None  # (a fitted forest pickles as its trees: snapshots)
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -315,35 +305,18 @@ class RandomForestJobClassifier(JobClassifier):
         self.compiled_ = None
         return self
 
-    def _forest(self, n: int):
-        """The scikit-learn forest for a history of ``n`` rows, and whether to fit it as a
-        :class:`SubsampledForest` (its trees draw fewer rows than the history holds)."""
+    def _fit(self, X, y):
         from sklearn.ensemble import RandomForestClassifier
 
         max_samples = self.max_samples
-        if max_samples is not None and isinstance(max_samples, int) and max_samples >= n:
+        if max_samples is not None and isinstance(max_samples, int) and max_samples >= len(X):
             max_samples = None
         forest = RandomForestClassifier(
             n_estimators=self.n_estimators, max_depth=self.max_depth,
             min_samples_leaf=self.min_samples_leaf, max_samples=max_samples,
             max_features=self.max_features, n_jobs=self.n_jobs, random_state=self.random_state)
-        return forest, isinstance(max_samples, int) and self.n_jobs in (None, 1)
-
-    def rows_to_fit(self, y):
-        """The rows (sorted indices) of a training set with labels ``y`` that the next ``fit``
-        reads, or None (all): with a bootstrap smaller than the history, the trees' draws, drawn
-        now; ``fit(X, y)`` may then be given those rows of X only (and every label)."""
-        forest, subsampled = self._forest(len(y))
-        self._planned = SubsampledForest(forest, len(y)) if subsampled else None
-        return None if self._planned is None else self._planned.rows
-
-    def _fit(self, X, y):
-        planned, self._planned = self.__dict__.get("_planned"), None
-        forest, subsampled = self._forest(len(y))
-        if subsampled:
-            if planned is None or planned.n != len(y):
-                planned = SubsampledForest(forest, len(y))
-            self.model_ = planned.fit(X, y)
+        if isinstance(max_samples, int) and self.n_jobs in (None, 1):
+            self.model_ = SubsampledForest(forest).fit(X, y)
         else:
             self.model_ = forest.fit(X, y)
         self.compiled_ = _CompiledForest(self.model_.estimators_)
@@ -356,7 +329,6 @@ class RandomForestJobClassifier(JobClassifier):
         """Without the compiled trees (120,000 list items for 40 trees, rebuilt from ``model_`` on
         loading): a snapshot pickles the forest once, as sklearn's arrays."""
         state = dict(self.__dict__)
-        state.pop("_planned", None)
         if state.get("model_") is not None:
             state["compiled_"] = None
         return state

@@ -208,20 +208,15 @@ class OnlineClassification:
         # Batsim's scheduler in an order set by SimGrid's float rounding, and a seeded forest
         # still depends on the order of its rows.
         order = np.argsort(self._order.array(), kind="stable")
+        X = self._X.array()[order]  # a copy: the stored rows keep their submission-time features
+        if self.feature_divider == "current":
+            X[:, LAG_SHARE_SLICE] = self.table.against(self._positions.array(), self.divider)[order]
         runtimes = self._runtimes.array()[order]
         if self.label_divider == "current":
             y = (runtimes < self.divider).astype(np.int64)
         else:
             dividers = self._row_dividers.array()[order]
             y = (runtimes < np.where(np.isnan(dividers), self.divider, dividers)).astype(np.int64)
-        # a model that reads only some rows (a forest whose trees draw fewer than the history
-        # holds) says which: only those are built, their features recomputed (O(draws), not O(history))
-        rows_to_fit = getattr(self.classifier, "rows_to_fit", None)
-        rows = rows_to_fit(y) if rows_to_fit is not None and y.min() != y.max() else None
-        taken = order if rows is None else order[rows]
-        X = self._X.array()[taken]  # a copy: the stored rows keep their submission-time features
-        if self.feature_divider == "current":
-            X[:, LAG_SHARE_SLICE] = self.table.against(self._positions.array()[taken], self.divider)
         self.classifier.fit(X, y)
         return len(y), int(y.sum())
 
