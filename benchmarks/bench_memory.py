@@ -7,7 +7,11 @@ configuration per process): RSS of the interpreter, after building the scheduler
 (the modules it imports: a fixed cost), after loading the workload (the parsed
 JSON), and the peak of the whole run (``resource.getrusage``); ``kb_per_job`` is
 (peak - after building) / jobs: what the jobs cost. ``--tracemalloc`` also lists the allocation sites that
-hold the most memory at the end of the run (slower: about 2x).
+hold the most memory at the end of the run (slower: about 2x). ``growth_kb_per_ended_job``: within
+the run, the resident memory gained from the sample where a quarter of the jobs had ended to the
+last sample, divided by the jobs ended in between (samples every few thousand messages): what an
+*ended* job keeps, the inputs (loaded before) aside; 0 when the memory does not grow with the jobs
+finished.
 
 Usage: python benchmarks/bench_memory.py -w WORKLOAD.json -p PLATFORM.xml [--scheduler easy]
        [--policy fcfs] [--reservations count|cores] [--backfill-order queue|sjbf]
@@ -59,7 +63,12 @@ def main(argv=None) -> int:
     gc.collect()
     after_load = rss_mb()
     t0, c0 = time.perf_counter(), time.process_time()
-    result, core = simulate(args.platform, [w for _, w in loaded], sched, prefix=args.prefix)
+    samples = []  # (jobs ended, RSS MB), every few thousand messages
+
+    def progress(finished, total):
+        samples.append((finished, rss_mb()))
+
+    result, core = simulate(args.platform, [w for _, w in loaded], sched, prefix=args.prefix, progress=progress)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = peak_rss_mb()
     out = {"jobs": nb_jobs, "cores": nb_hosts, "rss_base_mb": round(base, 1), "rss_ready_mb": round(ready, 1),
@@ -67,7 +76,8 @@ def main(argv=None) -> int:
            "peak_kb_per_job": round(peak * 1024 / nb_jobs, 2),
            "kb_per_job": round((peak - ready) * 1024 / nb_jobs, 2),
            "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
-           "s_per_1000_jobs_cpu": round(1000 * cpu / nb_jobs, 3)}
+           "s_per_1000_jobs_cpu": round(1000 * cpu / nb_jobs, 3),
+           "growth_kb_per_ended_job": growth(samples, nb_jobs)}
     if args.json:
         print(json.dumps(out))
     else:
@@ -84,6 +94,16 @@ def main(argv=None) -> int:
             print(f"  {stat.size / 2**20:8.1f} MB {stat.count:>9,} blocks  {stat.traceback[0]}")
     del result, core
     return 0
+
+
+def growth(samples: list, nb_jobs: int):
+    """KB of resident memory gained per job ended, from a quarter of the jobs ended to the last sample."""
+    samples = [s for s in samples if s[0] < nb_jobs]  # (the final call counts every job as ended)
+    start = next((s for s in samples if s[0] >= nb_jobs // 4), None)
+    if start is None or samples[-1][0] <= start[0]:
+        return None
+    end = samples[-1]
+    return round((end[1] - start[1]) * 1024 / (end[0] - start[0]), 3)
 
 
 if __name__ == "__main__":

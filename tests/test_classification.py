@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -297,6 +298,41 @@ def test_compiled_forest_matches_sklearn():
     assert 0.3 < fast.mean() < 0.7
 
 
+@pytest.mark.parametrize("n,draws,skew", [(6000, 500, 0.0), (3000, 40, 0.97)])
+def test_subsampled_forest_grows_sklearns_trees(n, draws, skew):
+    """Fitting each tree on its bootstrap's rows gives scikit-learn's forest, tree for tree (the
+    second case has draws of one class only, fitted on every row as scikit-learn does)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from batsched_ml.classifiers.models import SubsampledForest
+
+    rng = np.random.default_rng(5)
+    X = np.round(rng.normal(size=(n, 17)) * 30, 1)
+    y = (X[:, 0] + 20 * rng.normal(size=n) > 60 * skew).astype(np.int64)
+    params = dict(n_estimators=12, max_depth=12, min_samples_leaf=5, max_samples=draws, random_state=4)
+    ours = SubsampledForest(RandomForestClassifier(**params)).fit(X, y)
+    theirs = RandomForestClassifier(**params).fit(X, y)
+    assert len(ours.estimators_) == len(theirs.estimators_) == 12
+    for a, b in zip(ours.estimators_, theirs.estimators_):
+        for name in ("children_left", "children_right", "feature", "threshold", "value", "n_node_samples",
+                     "weighted_n_node_samples", "impurity"):
+            assert np.array_equal(getattr(a.tree_, name), getattr(b.tree_, name)), name
+    T = np.round(rng.normal(size=(300, 17)) * 30, 1)
+    assert np.array_equal(ours.predict_proba(T), theirs.predict_proba(T))
+    assert np.array_equal(ours.feature_importances_, theirs.feature_importances_)
+    if skew:  # some draws had one class only: a single leaf, still with both classes' columns
+        assert any(t.tree_.node_count == 1 and t.tree_.value.shape[2] == 2 for t in ours.estimators_)
+
+
+def test_random_forest_fits_trees_on_their_draws_only():
+    """With ``max_samples`` below the history, each tree sees its draws, not every row."""
+    rng = np.random.default_rng(2)
+    X = np.round(rng.normal(size=(4000, 8)), 1)
+    y = (X[:, 0] > 0).astype(int)
+    c = RandomForestJobClassifier(n_estimators=5, max_samples=300, random_state=1).fit(X, y)
+    assert all(t.tree_.n_node_samples[0] <= 300 for t in c.model_.estimators_)
+
+
 def test_compiled_boosting_matches_sklearn_bit_for_bit():
     rng = np.random.default_rng(7)
     X = rng.normal(size=(2000, 8))
@@ -578,10 +614,16 @@ def test_feature_table_recomputes_lags_and_shares_against_another_divider():
         pending.append((keys, float(rng.lognormal(5, 1.5))))
         while pending and rng.random() < 0.6:  # complete some jobs, in a shuffled order
             table.add(*pending.pop(int(rng.integers(len(pending)))))
+        if seq % 250 == 249:  # as retrainings do, between additions (``against`` extends what it grouped)
+            picked = [r for r in rows if r[0] == 100.0]
+            assert np.array_equal(table.against([r[2] for r in picked], 100.0), np.array([r[1] for r in picked]))
+    reloaded = pickle.loads(pickle.dumps(table))  # (without what ``against`` grouped: rebuilt)
+    assert "_grouped" in table.__dict__ and "_grouped" not in reloaded.__dict__
     for divider in (30.0, 100.0, 400.0, 1000.0):
         picked = [r for r in rows if r[0] == divider]
         got = table.against([r[2] for r in picked], divider)
         assert np.array_equal(got, np.array([r[1] for r in picked], dtype=np.float64))
+        assert np.array_equal(reloaded.against([r[2] for r in picked], divider), got)
         assert (got[:, :9] == 1).any() and (got[:, :9] == 0).any() and (got[:, 9:] > 0).any()
     # against another divider the same rows change
     other = table.against([r[2] for r in rows if r[0] == 30.0], 1000.0)

@@ -70,6 +70,9 @@ def _simulator(config):
     {"scheduler": "probabilistic", "distribution": "hmm"},
     {"scheduler": "easy", "classifier": "random-forest", "kill_false_small": True, "period": 100000.0,
      "unix_start_time": 0, "n_estimators": 5},
+    # trees drawing fewer rows than the history holds (models.SubsampledForest, rows_to_fit)
+    {"scheduler": "easy", "classifier": "random-forest", "kill_false_small": True, "period": 100000.0,
+     "unix_start_time": 0, "n_estimators": 5, "max_samples": 40, "min_samples_leaf": 2},
 ])
 def test_simulator_snapshot_and_from_snapshot_in_python(tmp_path, config):
     """Paused twice, saved and loaded, resumed: the jobs file and the per-job tables are the run's."""

@@ -216,9 +216,11 @@ class FeatureTable:
         self._added_runtime = AppendOnlyList()
 
     def __getstate__(self) -> dict:
-        """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories."""
+        """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories
+        (nor ``against``'s arrays, rebuilt from the additions)."""
         state = dict(self.__dict__)
         del state["cats"]
+        state.pop("_grouped", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -288,26 +290,43 @@ class FeatureTable:
         """The 9 lag and 3 share features of rows with these :meth:`positions`, recomputed
         against ``divider`` (needs ``track``); the same values ``features`` would have given
         at the row's submission had ``divider`` been in force."""
-        pos = np.asarray(positions, dtype=np.int64).reshape(len(positions), 3, 2)
-        cat_of = np.asarray(self._added_cat, dtype=np.int64)
-        runtime = np.asarray(self._added_runtime, dtype=np.float64)
-        order = np.argsort(cat_of, kind="stable")  # each category's runtimes, in the order added
-        flat = runtime[order]
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1, 2)  # (category, jobs completed) x 3 per row
+        rows = len(pos) // 3
+        sorted_cat, flat = self._by_category()
         start = np.zeros(len(self.cats) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cat_of, minlength=len(self.cats)), out=start[1:])
-        small = flat < divider
-        below = np.concatenate(([0], np.cumsum(small)))
-        cat, n = pos[:, :, 0], pos[:, :, 1]
-        known = cat >= 0
-        base = np.where(known, start[np.maximum(cat, 0)], 0)
-        lags = np.full((len(pos), 3, 3), -1.0)
-        for i in (1, 2, 3):
-            have = known & (n >= i)
-            idx = np.where(have, base + n - i, 0)
-            lags[:, :, i - 1] = np.where(have, small[idx] if len(small) else False, -1)
+        np.cumsum(np.bincount(sorted_cat, minlength=len(self.cats)), out=start[1:])
+        # a category appears with its first completion: a row's unknown category (-1) has n = 0
+        n = pos[:, 1]
+        base = start[np.maximum(pos[:, 0], 0)]
+        end = base + n  # one past the category's last runtime the row saw
+        is_small = flat < divider
+        below = np.concatenate(([0], np.cumsum(is_small)))
+        small = np.concatenate((np.zeros(3), is_small))  # small[3 + k]: the k-th runtime (3 ahead: see below)
+        out = np.empty((rows, 12))
+        for i in (1, 2, 3):  # where n < i, end - i is another category's runtime or a pad: masked
+            out[:, i - 1:9:3] = np.where(n >= i, small[end + (3 - i)], -1.0).reshape(rows, 3)
         with np.errstate(invalid="ignore", divide="ignore"):
-            shares = np.where(known & (n > 0), (below[base + n] - below[base]) / np.maximum(n, 1), -1.0)
-        return np.concatenate([lags.reshape(len(pos), 9), shares], axis=1)
+            out[:, 9:] = np.where(n > 0, (below[end] - below[base]) / np.maximum(n, 1), -1.0).reshape(rows, 3)
+        return out
+
+    def _by_category(self) -> tuple[np.ndarray, np.ndarray]:
+        """The categories of the additions and their runtimes, grouped by category (each one's in
+        the order added): ``against``'s inputs. Extended from the previous call's instead of
+        rebuilt from the lists (the additions only grow: the grouped prefix plus the new ones is
+        one stable merge, not a sort of the whole history), at each retraining."""
+        done = self.__dict__.get("_grouped")
+        m = len(self._added_cat)
+        if done is None:
+            done = (0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+        k, sorted_cat, flat = done
+        if k != m:
+            new_cat = np.asarray(self._added_cat[k:], dtype=np.int64)
+            new_runtime = np.asarray(self._added_runtime[k:], dtype=np.float64)
+            cats = np.concatenate([sorted_cat, new_cat])
+            merged = np.argsort(cats, kind="stable")  # stable: the order added within a category
+            sorted_cat, flat = cats[merged], np.concatenate([flat, new_runtime])[merged]
+            self._grouped = (m, sorted_cat, flat)
+        return sorted_cat, flat
 
     def add(self, keys: tuple, runtime: float) -> None:
         """Record a completed job (``keys`` from its ``features`` call) with its actual runtime."""

@@ -10,6 +10,7 @@ other side.
 from __future__ import annotations
 
 import dataclasses
+import sys
 
 from ..incremental import JournaledDict
 from ..protocol import events as ev
@@ -48,6 +49,7 @@ class DecisionCore:
     def new_job(self, job_id: str, data: dict, now: float) -> Job:
         """Create and register a job from its protocol object."""
         workload, _, name = job_id.partition("!")
+        workload = sys.intern(workload)  # one string per workload, not one per job (jobs stay)
         if job_id in self.jobs:
             raise SchedulingError(f"job {job_id} submitted twice")
         walltime = data.get("walltime", -1)

@@ -203,12 +203,14 @@ class JobQueue:
         change only while jobs run). What a backfilling pass can know without reading the queue:
         if no size fits before the shadow time with its shortest estimate, and none fits in the
         extra cores, nothing can be backfilled and the pass stops."""
-        for res in self._by_size.irange(maximum=max_res):
-            sized = self._by_size[res]
-            for estimate, seq in sized.islice(0, 2):
-                if exclude is None or seq != exclude.seq:
-                    yield res, estimate
-                    break
+        by_size, seq = self._by_size, None if exclude is None else exclude.seq
+        for res in by_size.irange(maximum=max_res):
+            sized = by_size[res]
+            first = sized[0]  # (a SortedList's first items: no slice to build, the queue's hot path)
+            if first[1] != seq:
+                yield res, first[0]
+            elif len(sized) > 1:
+                yield res, sized[1][0]
 
     def iter_ordered(self, now: float, sizes=None):
         """Like ``ordered``, but lazily, and only the jobs requesting one of ``sizes`` cores

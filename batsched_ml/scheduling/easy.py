@@ -199,8 +199,12 @@ class EasyBackfilling(ProfileScheduler):
         ``duration`` seconds without delaying the priority job's reservation."""
         horizon = self.profile.horizons()
         end = self.profile.origin + duration + self.rjms_delay
-        return [res for res, _ in self.queue.shortest_by_size(self.profile.available_now(), exclude=self.priority)
-                if end <= horizon(res)]
+        sizes = []
+        for res, _ in self.queue.shortest_by_size(self.profile.available_now(), exclude=self.priority):
+            if end > horizon(res):  # and for every larger size: fewer cores are free longer
+                break
+            sizes.append(res)
+        return sizes
 
     def start_for(self, ctx: Context, job, duration: float) -> bool:
         """Start the queued ``job`` now if it fits for ``duration`` seconds, shorter than its

@@ -174,14 +174,16 @@ class BatsimServer:
         self.events.append(self.record_end(t, job, job.final_state, code))
 
     def record_end(self, t: int, job: SimJob, state: str, code: int) -> ev.JobCompleted:
-        """Write a job that ran and ended, and return its JOB_COMPLETED. The job then keeps its
-        allocation as text only: a bitmask costs up to a bit per core of the machine, per job."""
+        """Write a job that ran and ended, and return its JOB_COMPLETED. The job then keeps
+        neither its bitmask (up to a bit per core of the machine) nor its allocation's text: its
+        row is written, and nothing reads them again (an ended job costs no more per core)."""
         self.nb_running -= 1
         self.nb_ended += 1
         job.alloc_text = format_mask(job.alloc)
         self.tracer.job_ended(job)
         event = ev.JobCompleted(self.stamp(t), job.id, state, code, job.alloc_text, job.alloc)
         job.alloc = 0
+        job.alloc_text = ""
         return event
 
     def job_done(self, job: SimJob) -> bool:

@@ -26,7 +26,7 @@ class SimJob:
     subtime_ns: int = 0
     runtime: float = 0.0
     alloc: int = 0  # bitmask of its cores while it runs; 0 once it ended (see BatsimServer.record_end)
-    alloc_text: str = ""  # the allocation as Batsim writes it, once the job ended
+    alloc_text: str = ""  # the allocation as Batsim writes it, while its row is written (then "")
     final_state: str = ""
     metadata: str = ""
     registered: bool = False  # by the scheduler (REGISTER_JOB), not read from a workload
