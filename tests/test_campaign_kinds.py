@@ -221,7 +221,9 @@ def test_the_rl_campaign_files_train_what_the_committed_policies_were_trained_wi
         got = TrainPolicyKind.config(training.settings, ("<trace>",))
         got = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(got).items()}
         assert {k: got[k] for k in want if k != "workload"} == {k: v for k, v in want.items() if k != "workload"}
-        assert {k: got[k] for k in got.keys() - want.keys()} == {"starvation_threshold": None, "tail_weight": 0.0}
+        # files written before the bound's settings existed lack them: they must be at their defaults
+        assert {k: got[k] for k in got.keys() - want.keys()}.items() <= {"starvation_threshold": None,
+                                                                          "tail_weight": 0.0}.items()
         compared += 1
     assert compared >= 6
     cells = [p for p in campaign.paper if p.metric == "avebsld10"]
