@@ -115,6 +115,7 @@ _INTERRUPTED_SYNC = """
 import asyncio, os, signal, sys, threading, time
 from distributed.utils import LoopRunner, sync
 from batsched_ml import executor
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C raises even when started with it ignored (nohup &)
 if sys.argv[1] == "quiet":
     executor._quiet_interrupted_sync()
 runner = LoopRunner(asynchronous=False)
@@ -147,6 +148,7 @@ def test_a_repeated_signal_during_a_stop_is_the_same_stop(monkeypatch):
     """`timeout` signals its command and then the command's process group: the second copy must
     not raise again while the run stores what it kept and prints its line; a later one does."""
     monkeypatch.setattr(interrupts, "REPEAT_GRACE", 0.5)
+    before = signal.getsignal(signal.SIGINT)  # Python's own, or SIG_IGN when started in the background
     restore = interrupts.signals_raise_once()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -161,7 +163,7 @@ def test_a_repeated_signal_during_a_stop_is_the_same_stop(monkeypatch):
             time.sleep(5)
     finally:
         restore()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_an_import_cut_short_by_a_signal_is_that_interrupt(tmp_path, monkeypatch, capsys):

@@ -284,6 +284,26 @@ def paused(tmp_path, capsys):
     return snapshot, tmp_path / "a_jobs.csv"
 
 
+def test_a_paused_run_resumes_past_146_years(tmp_path, capsys):
+    """Dates in ns pass 2**62 after 146 simulated years: a resumed run with no checkpoint period
+    goes on to the end there (the property campaign's seed 7 found it taking such a date for a
+    checkpoint due)."""
+    workload = tmp_path / "far.json"
+    workload.write_text(json.dumps({"nb_res": 4, "profiles": {"d": {"type": "delay", "delay": 10.0}}, "jobs": [
+        {"id": "1", "subtime": 0.0, "walltime": 100.0, "res": 1, "profile": "d"},
+        {"id": "2", "subtime": 5e9, "walltime": 100.0, "res": 1, "profile": "d"}]}))
+    platform = PLATFORM
+    code, _, _ = run(capsys, "simulate", "-p", platform, "-w", workload, "-e", tmp_path / "a", "--quiet")
+    assert code == 0
+    code, _, err = run(capsys, "simulate", "-p", platform, "-w", workload, "-e", tmp_path / "b", "--quiet",
+                       "--stop-at", "20")
+    assert code == 0, err
+    code, _, err = run(capsys, "simulate", "--resume", tmp_path / "b_checkpoints" / snapshot_files.snapshot_name(20),
+                       "--quiet")
+    assert code == 0, err
+    assert (tmp_path / "b_jobs.csv").read_bytes() == (tmp_path / "a_jobs.csv").read_bytes()
+
+
 def test_resume_refuses_another_run_in_one_line(paused, tmp_path, capsys, monkeypatch):
     snapshot, _ = paused
     code, _, err = run(capsys, "simulate", "--resume", snapshot, "--scheduler", "conservative")

@@ -73,7 +73,7 @@ class Watch:
     (from a signal handler or another thread) makes the loop look at its next event.
     This one pauses at ``until`` (seconds; None: never)."""
 
-    NEVER = 1 << 62  # ns: later than any simulated date
+    NEVER = float("inf")  # later than any simulated date (a date in ns may pass 2**62: 146 years)
 
     def __init__(self, until: float | None = None):
         self.until_ns = self.NEVER if until is None else ns(until)
