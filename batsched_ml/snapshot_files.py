@@ -11,8 +11,9 @@ Layout of format 3 (``docs/snapshots.md`` describes what each part holds)::
 **Shared frames.** What a run ended or accumulated before the previous snapshot is in the frames
 that earlier snapshots wrote (pickles compressed with Zstandard; with zlib in format 2, also read):
 each is stored once, in ``frames/`` beside the snapshot files, named by its SHA-256
-(``frames/<sha256>.frame``), and later snapshots list it in their header. So a snapshot writes what changed since the previous one, not the whole history:
-a snapshot file is used with its folder's ``frames/`` (copy both). The header, signed, names each
+(``frames/<sha256>.frame``), and later snapshots list it in their header. So a snapshot writes
+what changed since the previous one, not the whole history: a snapshot file is used with its
+folder's ``frames/`` (copy both). The header, signed, names each
 frame's digest, and a frame whose content does not match it is refused.
 
 **Trust.** The payload is a pickle, and loading a pickle runs whatever code it names: a file someone

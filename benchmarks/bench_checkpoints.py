@@ -217,7 +217,7 @@ def median(values: list) -> float:
 
 def run_case(name: str, args, work: Path, rng) -> dict:
     trace, flags = CASES[name]
-    convert(trace, args.traces_dir, work)
+    platform, workload = convert(trace, args.traces_dir, work)
     pairs = []
     for i in range(args.pairs):  # in alternating order, so that a drift of the machine's load cancels out
         tag = "" if i == 0 else f"-{i}"
@@ -229,7 +229,6 @@ def run_case(name: str, args, work: Path, rng) -> dict:
               f"{pair['weekly']['cpu']:.1f} CPU s, of which {len(pair['weekly']['snapshots'])} snapshots "
               f"{snapshots:.2f}", file=sys.stderr, flush=True)
     plain, weekly = pairs[0]["plain"], pairs[0]["weekly"]
-    platform, workload = convert(trace, args.traces_dir, work)
     rows = weekly["snapshots"]
     killed = {}
     if not args.no_kills:

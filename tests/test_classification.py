@@ -618,7 +618,7 @@ def test_feature_table_recomputes_lags_and_shares_against_another_divider():
             picked = [r for r in rows if r[0] == 100.0]
             assert np.array_equal(table.against([r[2] for r in picked], 100.0), np.array([r[1] for r in picked]))
     reloaded = pickle.loads(pickle.dumps(table))  # (without what ``against`` grouped: rebuilt)
-    assert "_grouped" in table.__dict__ and "_grouped" not in reloaded.__dict__
+    assert table._grouped is not None and "_grouped" not in table.__getstate__() and reloaded._grouped is None
     for divider in (30.0, 100.0, 400.0, 1000.0):
         picked = [r for r in rows if r[0] == divider]
         got = table.against([r[2] for r in picked], divider)

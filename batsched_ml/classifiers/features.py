@@ -214,18 +214,20 @@ class FeatureTable:
         self._keys = AppendOnlyList()  # the categories' keys, by index
         self._added_cat = AppendOnlyList()  # category index of every added runtime, in order
         self._added_runtime = AppendOnlyList()
+        self._grouped = None  # ``against``'s inputs as of its last call: see _by_category
 
     def __getstate__(self) -> dict:
         """Pickled as its additions (snapshots of a run write each once), not its ~15,000 categories
         (nor ``against``'s arrays, rebuilt from the additions)."""
         state = dict(self.__dict__)
         del state["cats"]
-        state.pop("_grouped", None)
+        del state["_grouped"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         """The categories rebuilt from the additions: each one's runtimes in the order added."""
         self.__dict__.update(state)
+        self._grouped = None
         self.cats = {key: _Category(index) for index, key in enumerate(self._keys)}
         cat_of = np.asarray(self._added_cat, dtype=np.int64)
         order = np.argsort(cat_of, kind="stable")
@@ -314,11 +316,8 @@ class FeatureTable:
         the order added): ``against``'s inputs. Extended from the previous call's instead of
         rebuilt from the lists (the additions only grow: the grouped prefix plus the new ones is
         one stable merge, not a sort of the whole history), at each retraining."""
-        done = self.__dict__.get("_grouped")
         m = len(self._added_cat)
-        if done is None:
-            done = (0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
-        k, sorted_cat, flat = done
+        k, sorted_cat, flat = self._grouped or (0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         if k != m:
             new_cat = np.asarray(self._added_cat[k:], dtype=np.int64)
             new_runtime = np.asarray(self._added_runtime[k:], dtype=np.float64)
